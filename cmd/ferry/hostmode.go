@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
+)
+
+// runHost is host mode: frames on stdin and stdout until the browser closes stdin.
+func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// stdout belongs to the protocol; a stray print anywhere would corrupt a frame, so
+	// the process's own os.Stdout now points at stderr.
+	os.Stdout = os.Stderr
+
+	log := zerolog.New(stderr).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	dataDir, err := storage.DefaultDataDir()
+	if err != nil {
+		log.Error().Err(err).Msg("no data directory")
+		return 1
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		log.Error().Err(err).Str("data_dir", dataDir).Msg("cannot create the data directory; run `ferry doctor`")
+		return 1
+	}
+	if lf, err := host.OpenLogFile(storage.LogPath(dataDir), host.MaxLogBytes); err != nil {
+		log.Warn().Err(err).Msg("logging to stderr only")
+	} else {
+		defer lf.Close()
+		log = zerolog.New(zerolog.MultiLevelWriter(lf, stderr)).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	}
+
+	db, err := storage.Open(dataDir)
+	if err != nil {
+		log.Error().Err(err).Msg("cannot open the database; run `ferry doctor`")
+		return 1
+	}
+	defer db.Close()
+
+	h, err := host.New(db, dataDir, log)
+	if err != nil {
+		log.Error().Err(err).Msg("starting host")
+		return 1
+	}
+	allowed, err := h.AllowedExtensions(context.Background())
+	if err != nil {
+		log.Warn().Err(err).Msg("using only the pinned extension ID")
+	}
+	if _, err := host.CheckOrigin(origin, allowed); err != nil {
+		log.Error().Str("origin", origin).Msg(err.Error())
+		return 1
+	}
+	h.Caller = origin
+
+	// A signal ends the host without waiting for the browser, but never with the
+	// database left open mid-write.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		log.Info().Str("signal", s.String()).Msg("exiting on signal")
+		db.Close()
+		os.Exit(0)
+	}()
+
+	log.Info().Str("version", buildinfo.Version).Str("origin", origin).Str("data_dir", dataDir).Msg("host started")
+	err = h.Serve(context.Background(), bufio.NewReaderSize(stdin, 64<<10), stdout)
+	if err != nil {
+		log.Error().Err(err).Msg("connection broken")
+		fmt.Fprintln(stderr, "ferry:", err)
+		return 1
+	}
+	log.Info().Msg("browser closed the connection; exiting")
+	return 0
+}

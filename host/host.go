@@ -1,0 +1,176 @@
+// Package host is Ferry's brain: the process a browser starts through native
+// messaging. It answers the extension's JSON-RPC methods and owns every decision
+// about tools, runs and what gets recorded.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/protocol"
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
+)
+
+// SettingAllowedExtensions holds the extension IDs, beyond the pinned one, that may
+// start the host (a JSON array; `ferry install --extension-id` adds to it).
+const SettingAllowedExtensions = "host.allowed_extension_ids"
+
+// Host is one running host: its database, its methods and its connection.
+type Host struct {
+	DB      *storage.DB
+	DataDir string
+	Log     zerolog.Logger
+	Methods *Methods
+	Caller  string // the extension origin that started us, when a browser did
+
+	started time.Time
+	now     func() time.Time
+}
+
+// New prepares a host over an open database and registers the built-in methods.
+func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
+	h := &Host{DB: db, DataDir: dataDir, Log: log, Methods: NewMethods(), now: time.Now}
+	h.started = h.now()
+	for name, fn := range map[string]MethodFunc{
+		"host.hello": h.hello,
+		"host.info":  h.info,
+		"host.ping":  h.ping,
+	} {
+		if err := h.Methods.Register(name, fn); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// AllowedExtensions is the pinned extension ID plus the ones the user installed for.
+func (h *Host) AllowedExtensions(ctx context.Context) ([]string, error) {
+	ids := []string{buildinfo.ExtensionID}
+	raw, ok, err := h.DB.GetSetting(ctx, SettingAllowedExtensions)
+	if err != nil || !ok {
+		return ids, err
+	}
+	var extra []string
+	if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+		return ids, fmt.Errorf("setting %s is not a JSON array of extension IDs: %w", SettingAllowedExtensions, err)
+	}
+	return append(ids, extra...), nil
+}
+
+// Serve speaks the protocol over r and w until the peer closes r. Requests already
+// running when the stream ends are finished and answered before Serve returns.
+func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	conn := protocol.NewConn(r, w, h.Methods.Handle, protocol.WithLogger(h.Log))
+	return conn.Serve(ctx)
+}
+
+type helloParams struct {
+	Protocol      int    `json:"protocol"`
+	Client        string `json:"client,omitempty"`
+	ClientVersion string `json:"client_version,omitempty"`
+}
+
+func (h *Host) hello(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p helloParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Protocol == 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: host.hello needs the client's protocol number")
+	}
+	if p.Protocol != buildinfo.Protocol {
+		return nil, mismatch(p)
+	}
+	h.Log.Info().Str("client", p.Client).Str("client_version", p.ClientVersion).Msg("hello")
+	return map[string]any{"name": "ferry", "version": buildinfo.Version, "protocol": buildinfo.Protocol}, nil
+}
+
+func mismatch(p helloParams) error {
+	who := p.Client
+	if who == "" {
+		who = "the client"
+	}
+	var fix string
+	if p.Protocol > buildinfo.Protocol {
+		fix = "update the ferry host: install the newer ferry binary, then run `ferry install`"
+	} else {
+		fix = "update the Ferry extension to the version that matches ferry " + buildinfo.Version
+	}
+	return &protocol.Error{
+		Code: protocol.CodeProtocolMismatch,
+		Message: fmt.Sprintf("protocol mismatch: %s speaks protocol %d but ferry %s speaks protocol %d; %s",
+			who, p.Protocol, buildinfo.Version, buildinfo.Protocol, fix),
+		Data: map[string]int{"host_protocol": buildinfo.Protocol, "client_protocol": p.Protocol},
+	}
+}
+
+func (h *Host) info(ctx context.Context, raw json.RawMessage) (any, error) {
+	if err := decodeParams(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"name":           "ferry",
+		"version":        buildinfo.Version,
+		"protocol":       buildinfo.Protocol,
+		"data_dir":       h.DataDir,
+		"database_path":  h.DB.Path(),
+		"database_bytes": h.DB.Size(),
+		"schema_version": storage.SchemaVersion(),
+		"log_path":       storage.LogPath(h.DataDir),
+		"pid":            os.Getpid(),
+		"caller":         h.Caller,
+		"started_at":     h.started.UTC().Format(time.RFC3339Nano),
+		"uptime_ms":      h.now().Sub(h.started).Milliseconds(),
+	}, nil
+}
+
+// pingUnit is repeated to build a ping payload of a requested size. It holds the
+// characters that stress chunking: a quote and a backslash (escaped in JSON) and a
+// three-byte character (a chunk must never split it). 16 bytes.
+const pingUnit = "0123456789\"\\\u2713."
+
+// PingPayload is the payload host.ping returns for a size: exactly size bytes of UTF-8,
+// pingUnit repeated and padded with 'x'.
+func PingPayload(size int) string {
+	return strings.Repeat(pingUnit, size/len(pingUnit)) + strings.Repeat("x", size%len(pingUnit))
+}
+
+type pingParams struct {
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Size    int             `json:"size,omitempty"`
+	DelayMS int             `json:"delay_ms,omitempty"`
+}
+
+func (h *Host) ping(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p pingParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Size < 0 || p.Size > protocol.MaxInboundFrame {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: size must be between 0 and %d", protocol.MaxInboundFrame)
+	}
+	if p.DelayMS < 0 || p.DelayMS > 60000 {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: delay_ms must be between 0 and 60000")
+	}
+	if p.DelayMS > 0 {
+		select {
+		case <-time.After(time.Duration(p.DelayMS) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, protocol.Errorf(protocol.CodeCancelled, "ping cancelled: %v", ctx.Err())
+		}
+	}
+	if p.Size > 0 {
+		return map[string]any{"payload": PingPayload(p.Size)}, nil
+	}
+	if p.Payload == nil {
+		return map[string]any{"payload": nil}, nil
+	}
+	return map[string]json.RawMessage{"payload": p.Payload}, nil
+}

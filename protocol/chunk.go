@@ -1,0 +1,111 @@
+package protocol
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// ChunkMethod is the reserved notification that carries one slice of a message too
+// large for a single host→browser frame.
+const ChunkMethod = "$/chunk"
+
+// chunkEnvelopeMax bounds the bytes a chunk frame adds around its data: the fixed JSON
+// text plus an id and two numbers. Ids are short counters, so 160 is generous.
+const chunkEnvelopeMax = 160
+
+// SplitOutbound returns the frames that carry msg to the browser: msg itself when it
+// fits one frame, otherwise chunk frames none of which exceeds frameLimit bytes.
+// id names the chunked message and must be unique on the connection.
+func SplitOutbound(msg []byte, id string, frameLimit int) [][]byte {
+	if len(msg) <= frameLimit {
+		return [][]byte{msg}
+	}
+	budget := frameLimit - chunkEnvelopeMax - len(id)
+	var cuts []int // end offsets of each slice
+	for start := 0; start < len(msg); {
+		end := sliceEnd(msg, start, budget)
+		cuts = append(cuts, end)
+		start = end
+	}
+	frames := make([][]byte, len(cuts))
+	count := strconv.Itoa(len(cuts))
+	start := 0
+	for i, end := range cuts {
+		f := make([]byte, 0, chunkEnvelopeMax+len(id)+escapedLen(msg[start:end]))
+		f = append(f, `{"jsonrpc":"2.0","method":"$/chunk","params":{"id":`...)
+		f = strconv.AppendQuote(f, id)
+		f = append(f, `,"index":`...)
+		f = strconv.AppendInt(f, int64(i), 10)
+		f = append(f, `,"count":`...)
+		f = append(f, count...)
+		f = append(f, `,"data":"`...)
+		f = appendEscaped(f, msg[start:end])
+		f = append(f, `"}}`...)
+		frames[i] = f
+		start = end
+	}
+	return frames
+}
+
+// sliceEnd finds where a slice starting at start must end so that its escaped form
+// fits budget bytes, cutting only at a UTF-8 character boundary so every slice is a
+// valid JSON string on its own.
+func sliceEnd(msg []byte, start, budget int) int {
+	cost, i := 0, start
+	for i < len(msg) {
+		c := escapeCost(msg[i])
+		if cost+c > budget {
+			break
+		}
+		cost += c
+		i++
+	}
+	if i == len(msg) {
+		return i
+	}
+	for i > start && !utf8.RuneStart(msg[i]) {
+		i--
+	}
+	if i == start {
+		// Only an absurdly small limit gets here; move on by one character rather
+		// than loop forever.
+		_, n := utf8.DecodeRune(msg[start:])
+		return start + n
+	}
+	return i
+}
+
+func escapeCost(b byte) int {
+	switch {
+	case b == '"' || b == '\\':
+		return 2
+	case b < 0x20:
+		return 6
+	default:
+		return 1
+	}
+}
+
+func escapedLen(s []byte) int {
+	n := 0
+	for _, b := range s {
+		n += escapeCost(b)
+	}
+	return n
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendEscaped(dst, s []byte) []byte {
+	for _, b := range s {
+		switch {
+		case b == '"' || b == '\\':
+			dst = append(dst, '\\', b)
+		case b < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+		default:
+			dst = append(dst, b)
+		}
+	}
+	return dst
+}

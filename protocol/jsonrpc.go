@@ -1,0 +1,115 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// JSON-RPC 2.0 error codes, and Ferry's own in the range the spec leaves to servers.
+const (
+	CodeParseError       = -32700
+	CodeInvalidRequest   = -32600
+	CodeMethodNotFound   = -32601
+	CodeInvalidParams    = -32602
+	CodeInternalError    = -32603
+	CodeProtocolMismatch = -32000
+	CodeCancelled        = -32001
+)
+
+// Error is a JSON-RPC error object. Handlers return it to choose the code the peer
+// sees; any other error becomes CodeInternalError.
+type Error struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// Errorf builds an Error with a formatted message.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Message is any JSON-RPC 2.0 message. ID is kept raw so that absent (a notification)
+// and null stay distinct and numbers round-trip exactly as the peer wrote them.
+type Message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+// IsRequest reports a call that expects a response.
+func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
+
+// IsNotification reports a call that expects none.
+func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
+
+// IsResponse reports an answer to one of our own requests.
+func (m *Message) IsResponse() bool { return m.Method == "" && m.ID != nil }
+
+// DecodeMessage parses and checks one frame's JSON. The returned Error says what is
+// wrong in terms a peer's developer can act on; its code is parse error or invalid
+// request. When the id could be read it is returned too, so the error can be answered.
+func DecodeMessage(data []byte) (*Message, *Error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if !json.Valid(trimmed) {
+			return nil, Errorf(CodeParseError, "parse error: frame is not valid JSON")
+		}
+		return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported; send one message per frame")
+	}
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		if !json.Valid(data) {
+			return nil, Errorf(CodeParseError, "parse error: frame is not valid JSON")
+		}
+		return nil, Errorf(CodeInvalidRequest, "invalid request: %v", err)
+	}
+	if m.ID != nil && !validID(m.ID) {
+		m.ID = json.RawMessage("null")
+		return &m, Errorf(CodeInvalidRequest, "invalid request: id must be a string, a number or null")
+	}
+	if m.JSONRPC != "2.0" {
+		return &m, Errorf(CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
+	}
+	switch {
+	case m.Method != "":
+		if m.Result != nil || m.Error != nil {
+			return &m, Errorf(CodeInvalidRequest, "invalid request: a request carries no result or error")
+		}
+		if len(m.Params) > 0 {
+			if c := firstByte(m.Params); c != '{' && c != '[' && !bytes.Equal(m.Params, []byte("null")) {
+				return &m, Errorf(CodeInvalidRequest, "invalid request: params must be an object or an array")
+			}
+		}
+	case m.ID != nil:
+		if (m.Result == nil) == (m.Error == nil) {
+			return &m, Errorf(CodeInvalidRequest, "invalid response: exactly one of result and error is required")
+		}
+	default:
+		return &m, Errorf(CodeInvalidRequest, "invalid request: no method and no id")
+	}
+	return &m, nil
+}
+
+func validID(id json.RawMessage) bool {
+	switch c := firstByte(id); {
+	case c == '"', c == '-', c >= '0' && c <= '9':
+		return true
+	default:
+		return bytes.Equal(id, []byte("null"))
+	}
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}

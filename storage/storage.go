@@ -1,0 +1,210 @@
+// Package storage keeps all of Ferry's state in one SQLite database: settings and
+// secrets now, and whatever later features add through migrations. Several host
+// processes (one per browser or profile) may open the same file at once.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver: no cgo, so ferry cross-compiles
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrSchemaTooNew means a newer ferry has migrated the database. Nothing is changed: an
+// older binary must not write to tables it does not understand.
+var ErrSchemaTooNew = errors.New("database schema is newer than this ferry")
+
+// DB is the open database.
+type DB struct {
+	sql  *sql.DB
+	path string
+	// Now is the clock behind every timestamp written; tests replace it.
+	Now func() time.Time
+}
+
+// Open creates dataDir if needed, opens (or creates) its database and brings the schema
+// up to date.
+func Open(dataDir string) (*DB, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory: %w", err)
+	}
+	return OpenFile(filepath.Join(dataDir, DatabaseFile))
+}
+
+// OpenFile opens the database at path, creating it with mode 0600 (it holds secrets).
+func OpenFile(path string) (*DB, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	f.Close()
+	// WAL lets browsers' host processes read while another writes; busy_timeout makes a
+	// writer wait for another process's write instead of failing at once; foreign keys
+	// are off in SQLite unless asked for on every connection. _txlock=immediate takes
+	// the write lock at BEGIN, so two processes never both read-then-upgrade and
+	// deadlock.
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	sqldb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening database %s: %w", path, err)
+	}
+	db := &DB{sql: sqldb, path: path, Now: time.Now}
+	if err := db.migrate(context.Background()); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the database; the WAL is checkpointed by SQLite when the last
+// connection goes.
+func (db *DB) Close() error { return db.sql.Close() }
+
+// Path is the database file.
+func (db *DB) Path() string { return db.path }
+
+// Size is the bytes the database occupies on disk, write-ahead log included.
+func (db *DB) Size() int64 {
+	var n int64
+	for _, suffix := range []string{"", "-wal"} {
+		if st, err := os.Stat(db.path + suffix); err == nil {
+			n += st.Size()
+		}
+	}
+	return n
+}
+
+func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339Nano) }
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", e.Name())
+		}
+		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migrations must be numbered 1, 2, 3…: found %d at position %d", m.version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the newest migration this binary carries.
+func SchemaVersion() int {
+	ms, _ := loadMigrations()
+	return len(ms)
+}
+
+// migrate applies each pending migration in its own transaction. Another process may
+// be migrating the same file at the same moment, so the version is re-read inside the
+// write transaction before anything is applied.
+func (db *DB) migrate(ctx context.Context) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	if _, err := db.sql.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TEXT NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("preparing database %s: %w", db.path, err)
+	}
+	for _, m := range ms {
+		if err := db.apply(ctx, m, len(ms)); err != nil {
+			return err
+		}
+	}
+	// A database already newer than every migration we have applies nothing above.
+	current, err := db.schemaVersion(ctx, db.sql)
+	if err != nil {
+		return err
+	}
+	if current > len(ms) {
+		return db.tooNew(current, len(ms))
+	}
+	return nil
+}
+
+func (db *DB) apply(ctx context.Context, m migration, known int) error {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrating database %s: %w", db.path, err)
+	}
+	defer tx.Rollback()
+	current, err := db.schemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if current > known {
+		return db.tooNew(current, known)
+	}
+	if current >= m.version {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
+		m.version, m.name, db.now()); err != nil {
+		return fmt.Errorf("recording migration %d: %w", m.version, err)
+	}
+	return tx.Commit()
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (db *DB) schemaVersion(ctx context.Context, q querier) (int, error) {
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("reading schema version of %s: %w", db.path, err)
+	}
+	return v, nil
+}
+
+func (db *DB) tooNew(current, known int) error {
+	return fmt.Errorf("%w: %s is at schema version %d but this ferry knows only up to %d; install the newer ferry that wrote it (the database was left untouched)",
+		ErrSchemaTooNew, db.path, current, known)
+}
