@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/ferryhq/ferry/protocol"
 )
@@ -63,7 +64,7 @@ func decodeParams(params json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }
