@@ -1,0 +1,110 @@
+// The only module that touches `chrome.*`. Everything else receives these
+// functions (or fakes of them in tests), so the rest of the extension stays
+// plain JavaScript that Node can run.
+
+/* global chrome */
+
+/**
+ * Opens a native-messaging port. `onDisconnect` receives the browser's
+ * reason text: `chrome.runtime.lastError` is only readable synchronously
+ * inside the disconnect event, so it is read here and passed on.
+ */
+export function connectNative(hostName, { onMessage, onDisconnect }) {
+  const port = chrome.runtime.connectNative(hostName);
+  port.onMessage.addListener((message) => onMessage(message));
+  port.onDisconnect.addListener(() => onDisconnect(lastErrorMessage()));
+  return {
+    post: (message) => port.postMessage(message),
+    close: () => port.disconnect(),
+  };
+}
+
+/** Reading lastError also stops Chrome from logging it as "unchecked". */
+export function lastErrorMessage() {
+  return chrome.runtime.lastError?.message ?? '';
+}
+
+export function runtimeId() {
+  return chrome.runtime.id;
+}
+
+/** "chrome-extension://<id>/", with the trailing slash. */
+export function extensionOrigin() {
+  return chrome.runtime.getURL('');
+}
+
+export function manifestVersion() {
+  return chrome.runtime.getManifest().version;
+}
+
+/**
+ * Registers the one runtime message listener. `handler(message, sender)` may
+ * return a value or a promise; its outcome becomes the response.
+ */
+export function onRuntimeMessage(handler) {
+  chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+    Promise.resolve()
+      .then(() => handler(message, sender))
+      .then(sendResponse, (err) =>
+        sendResponse({ ok: false, error: { message: String(err?.message ?? err) } }));
+    // Keeps the channel open for the asynchronous sendResponse above.
+    return true;
+  });
+}
+
+export function sendRuntimeMessage(message) {
+  return chrome.runtime.sendMessage(message);
+}
+
+function wrapPort(port) {
+  return {
+    name: port.name,
+    sender: port.sender,
+    post: (message) => port.postMessage(message),
+    onMessage: (fn) => port.onMessage.addListener((message) => fn(message)),
+    onDisconnect: (fn) => port.onDisconnect.addListener(() => fn(lastErrorMessage())),
+    disconnect: () => port.disconnect(),
+  };
+}
+
+/** Service worker side of runtime ports opened by extension pages. */
+export function onRuntimeConnect(handler) {
+  chrome.runtime.onConnect.addListener((port) => handler(wrapPort(port)));
+}
+
+/** Page side: opens a runtime port to the service worker. */
+export function connectRuntime(name) {
+  return wrapPort(chrome.runtime.connect({ name }));
+}
+
+export function onActionClicked(fn) {
+  chrome.action.onClicked.addListener((tab) => fn(tab));
+}
+
+export function openOptionsPage() {
+  return chrome.runtime.openOptionsPage();
+}
+
+export function getMessage(key, substitutions) {
+  return chrome.i18n.getMessage(key, substitutions);
+}
+
+export function uiLanguage() {
+  return chrome.i18n.getUILanguage();
+}
+
+export function storageGet(keys, area = 'local') {
+  return chrome.storage[area].get(keys);
+}
+
+export function storageSet(items, area = 'local') {
+  return chrome.storage[area].set(items);
+}
+
+export function storageRemove(keys, area = 'local') {
+  return chrome.storage[area].remove(keys);
+}
+
+export function onStorageChanged(fn) {
+  chrome.storage.onChanged.addListener((changes, area) => fn(changes, area));
+}

@@ -1,0 +1,111 @@
+// Options page: host status for now. Host and browser text is only ever
+// placed with textContent.
+
+import { STATUS_PORT } from '../background/routes.js';
+import { connectRuntime, runtimeId, sendRuntimeMessage } from '../lib/chrome-api.js';
+import { deserializeError } from '../lib/host-errors.js';
+import { localize, t } from '../lib/i18n.js';
+import { displayState, formatBytes, helpSteps, statusLabel } from './status-view.js';
+
+const $ = (id) => document.getElementById(id);
+
+// Bumped whenever the connection changes, so a late host.info answer for an
+// earlier connection cannot overwrite what is shown now.
+let infoGeneration = 0;
+let shownConnection = false;
+
+async function hostRequest(method, params) {
+  const reply = await sendRuntimeMessage({ type: 'host.request', method, params });
+  if (!reply?.ok) throw deserializeError(reply?.error);
+  return reply.result;
+}
+
+function render(snapshot) {
+  const shown = displayState(snapshot);
+  const status = $('host-status');
+  status.dataset.state = shown;
+  $('host-status-text').textContent = statusLabel(shown, t);
+  renderHelp(helpSteps(snapshot, runtimeId(), t));
+
+  const retry = $('host-retry');
+  retry.hidden = shown === 'connected';
+  retry.disabled = shown === 'connecting';
+
+  if (shown === 'connected') {
+    if (!shownConnection) {
+      shownConnection = true;
+      showDetails(snapshot.hostInfo);
+    }
+  } else {
+    shownConnection = false;
+    infoGeneration++;
+    $('host-details').hidden = true;
+  }
+}
+
+function showDetails(hello) {
+  const generation = ++infoGeneration;
+  $('host-version').textContent = hello?.version ?? '';
+  $('host-protocol').textContent = String(hello?.protocol ?? '');
+  $('host-data-dir').textContent = '…';
+  $('host-database').textContent = '…';
+  $('host-details').hidden = false;
+  hostRequest('host.info').then(
+    (info) => {
+      if (generation !== infoGeneration) return;
+      $('host-version').textContent = info.version ?? '';
+      $('host-protocol').textContent = String(info.protocol ?? '');
+      $('host-data-dir').textContent = info.data_dir ?? '';
+      $('host-database').textContent = t('databaseValue', [
+        info.database_path ?? '',
+        formatBytes(info.database_bytes, t('htmlLang')),
+      ]);
+    },
+    (err) => {
+      if (generation !== infoGeneration) return;
+      const text = t('infoLoadFailed', [err.message]);
+      $('host-data-dir').textContent = text;
+      $('host-database').textContent = '';
+    },
+  );
+}
+
+function renderHelp(steps) {
+  const help = $('host-help');
+  const parts = [];
+  for (const step of steps) {
+    const p = document.createElement('p');
+    p.textContent = step.text;
+    parts.push(p);
+    if (step.command) {
+      const pre = document.createElement('pre');
+      const code = document.createElement('code');
+      code.textContent = step.command;
+      pre.append(code);
+      parts.push(pre);
+    }
+    if (step.detail) {
+      const detail = document.createElement('p');
+      detail.className = 'detail';
+      detail.textContent = step.detail;
+      parts.push(detail);
+    }
+  }
+  help.replaceChildren(...parts);
+  help.hidden = parts.length === 0;
+}
+
+function watchStatus() {
+  const port = connectRuntime(STATUS_PORT);
+  port.onMessage(render);
+  // The service worker was stopped or restarted; a new port wakes it and it
+  // pushes its current state straight away.
+  port.onDisconnect(() => setTimeout(watchStatus, 1000));
+}
+
+localize(document);
+$('extension-id').textContent = runtimeId();
+$('host-retry').addEventListener('click', () => {
+  sendRuntimeMessage({ type: 'host.retry' }).catch((err) => console.error('ferry: retry failed', err));
+});
+watchStatus();

@@ -1,0 +1,94 @@
+// Rules of the extension's layout that a reviewer would otherwise have to
+// check by eye.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { PINNED_EXTENSION_ID } from '../options/status-view.js';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(readFileSync(join(root, 'manifest.json'), 'utf8'));
+
+function files(dir, ext) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) {
+      if (!['test', 'testing', 'node_modules'].includes(name)) out.push(...files(path, ext));
+    } else if (name.endsWith(ext)) out.push(path);
+  }
+  return out;
+}
+
+const stripComments = (code) => code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+
+describe('manifest', () => {
+  it('is MV3 with exactly the permissions Ferry needs', () => {
+    assert.equal(manifest.manifest_version, 3);
+    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage']);
+    assert.equal(manifest.host_permissions, undefined);
+    assert.equal(manifest.default_locale, 'en');
+    assert.match(manifest.name, /^__MSG_\w+__$/);
+    assert.match(manifest.description, /^__MSG_\w+__$/);
+    assert.deepEqual(manifest.background, { service_worker: 'background/service-worker.js', type: 'module' });
+    assert.deepEqual(manifest.options_ui, { page: 'options/options.html', open_in_tab: true });
+    assert.ok(manifest.action?.default_title);
+  });
+
+  it('pins the extension ID with its key', () => {
+    // Chrome's ID: the first 128 bits of SHA-256 of the public key, hex digits mapped 0-f → a-p.
+    const digest = createHash('sha256').update(Buffer.from(manifest.key, 'base64')).digest('hex').slice(0, 32);
+    const id = [...digest].map((c) => String.fromCharCode(97 + parseInt(c, 16))).join('');
+    assert.equal(id, 'hbkoapgnaiamicpgipblnghgmidgcmoc');
+    assert.equal(PINNED_EXTENSION_ID, id);
+  });
+
+  it('names files that exist', () => {
+    for (const file of [manifest.background.service_worker, manifest.options_ui.page]) {
+      assert.ok(existsSync(join(root, file)), file);
+    }
+  });
+
+  it('holds no private key material', () => {
+    for (const file of files(root, '')) {
+      assert.doesNotMatch(readFileSync(file, 'utf8'), /PRIVATE KEY/, relative(root, file));
+    }
+  });
+});
+
+describe('source rules', () => {
+  it('calls chrome.* only from lib/chrome-api.js', () => {
+    for (const file of files(root, '.js')) {
+      if (relative(root, file) === join('lib', 'chrome-api.js')) continue;
+      assert.doesNotMatch(stripComments(readFileSync(file, 'utf8')), /\bchrome\s*\./, relative(root, file));
+    }
+  });
+
+  it('never renders markup from strings', () => {
+    for (const file of [...files(root, '.js'), ...files(root, '.html')]) {
+      assert.doesNotMatch(
+        stripComments(readFileSync(file, 'utf8')),
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser/,
+        relative(root, file),
+      );
+    }
+  });
+
+  it('has only relative ES module imports (no packages, no build step)', () => {
+    for (const file of files(root, '.js')) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)) {
+        assert.match(m[1], /^\.\.?\//, `${relative(root, file)} imports ${m[1]}`);
+        assert.ok(existsSync(join(dirname(file), m[1])), `${relative(root, file)}: ${m[1]} exists`);
+      }
+    }
+  });
+
+  it('gives the options page the ids the status code fills', () => {
+    const html = readFileSync(join(root, 'options', 'options.html'), 'utf8');
+    for (const id of ['host-status', 'host-status-text', 'host-version', 'host-protocol', 'host-data-dir', 'host-database', 'host-help', 'host-retry', 'extension-id']) {
+      assert.match(html, new RegExp(`id="${id}"`), id);
+    }
+  });
+});
