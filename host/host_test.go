@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -90,14 +91,14 @@ func TestAllowedExtensionsFromSettings(t *testing.T) {
 }
 
 func TestSettingsValidate(t *testing.T) {
-	s, err := LookupSetting(SettingAllowedExtensions)
+	s, err := config.Lookup(SettingAllowedExtensions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Validate(`["`+strings.Repeat("a", 32)+`"]`) != nil || s.Validate(`["nope"]`) == nil || s.Validate(`x`) == nil {
+	if s.Check(`["`+strings.Repeat("a", 32)+`"]`) != nil || s.Check(`["nope"]`) == nil || s.Check(`x`) == nil {
 		t.Fatal("extension ID list validation is wrong")
 	}
-	if _, err := LookupSetting("no.such"); err == nil || !strings.Contains(err.Error(), "log.level") {
+	if _, err := config.Lookup("no.such"); err == nil || !strings.Contains(err.Error(), "log.level") {
 		t.Fatalf("unknown key: %v; want the list of known keys", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/storage"
 )
 
@@ -36,10 +36,10 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, use)
 		return 2
 	}
-	var spec host.Setting
+	var spec config.Setting
 	if n > 1 {
 		var err error
-		if spec, err = host.LookupSetting(args[1]); err != nil {
+		if spec, err = config.Lookup(args[1]); err != nil {
 			fmt.Fprintln(stderr, "ferry:", err)
 			return 2
 		}
@@ -62,7 +62,7 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, v)
 	case "set":
-		if err := spec.Validate(args[2]); err != nil {
+		if err := spec.Check(args[2]); err != nil {
 			fmt.Fprintf(stderr, "ferry: %s: %v\n", spec.Key, err)
 			return 2
 		}
@@ -81,7 +81,7 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "ferry:", err)
 			return 1
 		}
-		for _, s := range host.Settings {
+		for _, s := range config.All() {
 			v, set := stored[s.Key]
 			mark := "(default)"
 			if set {

@@ -1,0 +1,129 @@
+// Package tools is the one registry of every tool Ferry offers, whoever declared it
+// (the host, a page, an app capability), and the one pipeline every call goes
+// through, whoever makes it (the model, a page, `ferry call`, an outside agent):
+// lookup, validation, availability, permissions, loop and rate guard, confirmation,
+// run, expectation, result, audit.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Source says who declared a tool.
+type Source string
+
+const (
+	SourceBuiltin    Source = "builtin"    // the host's own tools
+	SourcePage       Source = "page"       // actions a page declared (per tab and frame)
+	SourceCapability Source = "capability" // app:name capabilities, removed together by app
+)
+
+// Kind says whether a tool only reads or may change something.
+type Kind string
+
+const (
+	KindRead  Kind = "read"
+	KindWrite Kind = "write"
+)
+
+// Tool is one registered tool. Parameters may be written in any of the three dialects
+// (raw JSON Schema, seed 002's shorthand object, seed 000's list); the registry
+// normalises them to one JSON Schema object at registration.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+	Source      Source
+	Kind        Kind
+
+	// Confirm asks a person before every run. Dangerous logs a warning with the
+	// arguments on every run and marks the audit row.
+	Confirm   bool
+	Dangerous bool
+	// Permissions are the flags (readStore, writeStore, emitEvents, …) this tool opts
+	// into; a write needs both the global flag and this opt-in.
+	Permissions []string
+	// Timeout bounds Run; zero means the registry's default (30 s).
+	Timeout time.Duration
+
+	// Available is the precondition: ok, or a reason the tool cannot run now. Nil
+	// means always available.
+	Available func(ctx context.Context, call *Call) (ok bool, reason string)
+	// Run does the work. Returning a *Failure chooses the result code; any other
+	// error is HANDLER_ERROR with its message.
+	Run func(ctx context.Context, call *Call) (any, error)
+
+	// Origin is the page origin of a page action or capability ("" for builtins);
+	// TabID and FrameID say where a page action lives.
+	Origin  string
+	TabID   int
+	FrameID int
+	App     string // for capabilities
+}
+
+// Call is one invocation as it travels through the pipeline.
+type Call struct {
+	ID        string          // unique per call (used for confirmations and the audit row)
+	Tool      string          // the name as registered
+	Arguments json.RawMessage // validated before Run sees them
+	Caller    string          // "model", "page", "cli", "socket", "mcp", …
+	Origin    string          // the origin that asked for the call, when a page did
+	TabID     int             // the tab the call is bound to, when there is one
+
+	TraceID     string // a chain of causally linked calls shares one trace
+	ParentTrace string
+	Depth       int
+
+	ConversationID string
+	RunID          string
+}
+
+// Decode unmarshals the call's arguments into v.
+func (c *Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
+
+// Code is a result code of DESIGN.md's table.
+type Code string
+
+const (
+	CodeNotFound          Code = "NOT_FOUND"
+	CodeInvalidParams     Code = "INVALID_PARAMS"
+	CodeActionUnavailable Code = "ACTION_UNAVAILABLE"
+	CodePermissionDenied  Code = "PERMISSION_DENIED"
+	CodeLoopDetected      Code = "LOOP_DETECTED"
+	CodeRateLimited       Code = "RATE_LIMITED"
+	CodeUserRejected      Code = "USER_REJECTED"
+	CodeConfirmTimeout    Code = "CONFIRM_TIMEOUT"
+	CodeHandlerError      Code = "HANDLER_ERROR"
+	CodeTimeout           Code = "TIMEOUT"
+	CodeExpectationFailed Code = "EXPECTATION_FAILED"
+)
+
+// Failure is a domain failure with its code. Tools return it from Run to say which
+// code applies (a web_fetch refused by the SSRF guard is PERMISSION_DENIED, say).
+type Failure struct {
+	Code   Code
+	Reason string
+}
+
+func (f *Failure) Error() string { return string(f.Code) + ": " + f.Reason }
+
+// Failf builds a Failure with a formatted reason.
+func Failf(code Code, format string, args ...any) *Failure {
+	return &Failure{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Result is what every caller receives: {"success": true, "result": …} or
+// {"success": false, "code": "…", "reason": "…"}.
+type Result struct {
+	Success bool   `json:"success"`
+	Result  any    `json:"result,omitempty"`
+	Code    Code   `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// Expect and Changed are filled for page actions that declared a result to
+	// observe (the page-actions work).
+	Expect  any `json:"expect,omitempty"`
+	Changed any `json:"changed,omitempty"`
+}
