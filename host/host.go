@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
@@ -29,25 +30,57 @@ type Host struct {
 	Log     zerolog.Logger
 	Methods *Methods
 	Caller  string // the extension origin that started us, when a browser did
+	// Tools is the registry and its audit log; Close must run before the database
+	// closes, or queued audit rows are lost.
+	Tools *Toolbox
 
 	started time.Time
 	now     func() time.Time
+
+	connMu sync.Mutex
+	conn   *protocol.Conn // the extension's connection while Serve runs
 }
 
 // New prepares a host over an open database and registers the built-in methods.
 func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	h := &Host{DB: db, DataDir: dataDir, Log: log, Methods: NewMethods(), now: time.Now}
 	h.started = h.now()
+	tb, err := OpenToolbox(db, log, func(method string, params any) {
+		if c := h.Conn(); c != nil {
+			c.Notify(method, params)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.Tools = tb
 	for name, fn := range map[string]MethodFunc{
-		"host.hello": h.hello,
-		"host.info":  h.info,
-		"host.ping":  h.ping,
+		"host.hello":   h.hello,
+		"host.info":    h.info,
+		"host.ping":    h.ping,
+		"tools.list":   h.toolsList,
+		"tools.call":   h.toolsCall,
+		"audit.query":  h.auditQuery,
+		"audit.export": h.auditExport,
 	} {
 		if err := h.Methods.Register(name, fn); err != nil {
+			tb.Close()
 			return nil, err
 		}
 	}
 	return h, nil
+}
+
+// Close writes what the host still holds in memory (queued audit rows). The caller
+// closes the database after it.
+func (h *Host) Close() error { return h.Tools.Close() }
+
+// Conn is the extension's connection while Serve runs (nil otherwise), for sending
+// requests to the extension.
+func (h *Host) Conn() *protocol.Conn {
+	h.connMu.Lock()
+	defer h.connMu.Unlock()
+	return h.conn
 }
 
 // AllowedExtensions is the pinned extension ID plus the ones the user installed for.
@@ -68,6 +101,17 @@ func (h *Host) AllowedExtensions(ctx context.Context) ([]string, error) {
 // running when the stream ends are finished and answered before Serve returns.
 func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn := protocol.NewConn(r, w, h.Methods.Handle, protocol.WithLogger(h.Log))
+	h.connMu.Lock()
+	h.conn = conn
+	h.connMu.Unlock()
+	// Confirmations and ask_user go to the extension while it is connected.
+	h.Tools.Registry.SetUI(connUI{conn})
+	defer func() {
+		h.Tools.Registry.SetUI(nil)
+		h.connMu.Lock()
+		h.conn = nil
+		h.connMu.Unlock()
+	}()
 	return conn.Serve(ctx)
 }
 

@@ -178,4 +178,3 @@ func byteSize(n int) string {
 		return strconv.Itoa(n) + "B"
 	}
 }
-

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver: no cgo, so ferry cross-compiles
@@ -34,6 +35,8 @@ type DB struct {
 	path string
 	// Now is the clock behind every timestamp written; tests replace it.
 	Now func() time.Time
+
+	stmts sync.Map // query → *sql.Stmt, prepared once (see stmt)
 }
 
 // Open creates dataDir if needed, opens (or creates) its database and brings the schema
@@ -78,7 +81,13 @@ func OpenFile(path string) (*DB, error) {
 
 // Close closes the database; the WAL is checkpointed by SQLite when the last
 // connection goes.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error {
+	db.stmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		return true
+	})
+	return db.sql.Close()
+}
 
 // Path is the database file.
 func (db *DB) Path() string { return db.path }

@@ -102,7 +102,6 @@ func TestNewerSchemaIsRefusedAndLeftAlone(t *testing.T) {
 	}
 }
 
-
 func TestSettingsAndSecrets(t *testing.T) {
 	db, _ := openTemp(t)
 	ctx := context.Background()

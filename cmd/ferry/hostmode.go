@@ -50,6 +50,8 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error().Err(err).Msg("starting host")
 		return 1
 	}
+	// Deferred after db.Close, so it runs first: queued audit rows reach the database.
+	defer h.Close()
 	allowed, err := h.AllowedExtensions(context.Background())
 	if err != nil {
 		log.Warn().Err(err).Msg("using only the pinned extension ID")
@@ -67,6 +69,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go func() {
 		s := <-sigs
 		log.Info().Str("signal", s.String()).Msg("exiting on signal")
+		h.Close()
 		db.Close()
 		os.Exit(0)
 	}()

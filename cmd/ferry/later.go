@@ -16,8 +16,6 @@ func notYet(what string) func([]string, io.Writer, io.Writer) int {
 }
 
 var (
-	cmdTools    = notYet("`ferry tools` (the tool registry)")
-	cmdCall     = notYet("`ferry call` (the tool registry)")
 	cmdProvider = notYet("`ferry provider` (model providers)")
 	cmdRun      = notYet("`ferry run` (the agent runtime)")
 	cmdDemo     = notYet("`ferry demo` (the demo pages)")

@@ -46,15 +46,24 @@ type Tool struct {
 	// Permissions are the flags (readStore, writeStore, emitEvents, …) this tool opts
 	// into; a write needs both the global flag and this opt-in.
 	Permissions []string
-	// Timeout bounds Run; zero means the registry's default (30 s).
+	// Timeout bounds Run; zero means the setting tools.run_timeout_seconds (30 s).
+	// A tool that waits on a person (ask_user) sets its own, longer one.
 	Timeout time.Duration
 
 	// Available is the precondition: ok, or a reason the tool cannot run now. Nil
 	// means always available.
 	Available func(ctx context.Context, call *Call) (ok bool, reason string)
 	// Run does the work. Returning a *Failure chooses the result code; any other
-	// error is HANDLER_ERROR with its message.
+	// error is HANDLER_ERROR with its message. A panic is HANDLER_ERROR too.
 	Run func(ctx context.Context, call *Call) (any, error)
+	// Expect, when set, checks after a successful Run that the declared result is
+	// observable (a page action's expect). An error is EXPECTATION_FAILED with its
+	// message: the handler ran, the result was not seen. It runs within the same
+	// timeout as Run.
+	Expect func(ctx context.Context, call *Call, result any) (Expectation, error)
+	// ConfirmMessage is what the person is asked; empty means "Allow <name>?" with
+	// the description.
+	ConfirmMessage string
 
 	// Origin is the page origin of a page action or capability ("" for builtins);
 	// TabID and FrameID say where a page action lives.
@@ -63,6 +72,21 @@ type Tool struct {
 	FrameID int
 	App     string // for capabilities
 }
+
+// Expectation is the evidence a successful Expect returns; both land in the Result.
+type Expectation struct {
+	Expect  any // what was checked and observed (the declared expect's description, say)
+	Changed any // what changed between before and after, when the caller can tell
+}
+
+// Permission flags a tool may declare in Permissions (seed 002's model). Reads and
+// events need only the global flag; writes need the global flag and the tool's
+// opt-in, so turning writeStore on never lets every existing tool write.
+const (
+	PermReadStore  = "readStore"
+	PermWriteStore = "writeStore"
+	PermEmitEvents = "emitEvents"
+)
 
 // Call is one invocation as it travels through the pipeline.
 type Call struct {
@@ -79,6 +103,20 @@ type Call struct {
 
 	ConversationID string
 	RunID          string
+
+	// Granted is filled by the pipeline: the permission flags the handler may use
+	// (global flag on, and for writeStore the tool's opt-in too).
+	Granted []string
+}
+
+// Has reports whether the pipeline granted the call a permission flag.
+func (c *Call) Has(perm string) bool {
+	for _, p := range c.Granted {
+		if p == perm {
+			return true
+		}
+	}
+	return false
 }
 
 // Decode unmarshals the call's arguments into v.

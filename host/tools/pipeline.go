@@ -1,0 +1,379 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/storage"
+)
+
+// Bounds on what one audit row holds.
+const (
+	MaxAuditResult    = 2 << 10  // bytes of result summary or reason
+	MaxAuditArguments = 16 << 10 // bytes of (redacted) arguments
+)
+
+// ids are a random per-process prefix and a counter: unique across the host
+// processes sharing a database, and cheaper than a random read per call.
+var (
+	idPrefix  = func() string { b := make([]byte, 6); rand.Read(b); return hex.EncodeToString(b) }()
+	idCounter atomic.Uint64
+)
+
+// NewID returns a fresh call or trace id.
+func NewID() string { return idPrefix + "-" + strconv.FormatUint(idCounter.Add(1), 36) }
+
+type callKey struct{}
+
+// CallFromContext is the call whose handler is running, if any. A handler that calls
+// another tool passes its ctx, and the pipeline chains the new call to it.
+func CallFromContext(ctx context.Context) (*Call, bool) {
+	c, ok := ctx.Value(callKey{}).(*Call)
+	return c, ok
+}
+
+// Call runs one call through the pipeline and returns its result; it never panics
+// and never returns a Go error: every outcome is a Result with its code. Steps, in
+// order: lookup, validate, availability, permissions, loop and rate guard,
+// confirmation, run, expectation; the audit row is queued last.
+func (r *Registry) Call(ctx context.Context, call *Call) Result {
+	start := r.now()
+	if call.ID == "" {
+		call.ID = NewID()
+	}
+	if call.TraceID == "" {
+		if parent, ok := CallFromContext(ctx); ok {
+			call.TraceID, call.ParentTrace, call.Depth = parent.TraceID, parent.ParentTrace, parent.Depth+1
+			if call.ConversationID == "" {
+				call.ConversationID, call.RunID = parent.ConversationID, parent.RunID
+			}
+		} else {
+			call.TraceID = NewID()
+		}
+	}
+	st := &callState{call: call, start: start}
+	res := r.pipeline(ctx, st)
+	r.record(st, res)
+	return res
+}
+
+// callState carries what the audit row needs from the steps that ran.
+type callState struct {
+	call      *Call
+	start     time.Time
+	e         *entry
+	args      any    // decoded arguments, once they parsed
+	canonical []byte // their canonical JSON, once they validated
+	dangerous bool
+}
+
+func fail(code Code, format string, a ...any) Result {
+	return Result{Code: code, Reason: fmt.Sprintf(format, a...)}
+}
+
+func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
+	call := st.call
+	// 1. lookup
+	e := r.lookup(call.Tool, call.TabID)
+	if e == nil {
+		hint := "`ferry tools` and tools.list show the registered tools"
+		if call.TabID != 0 {
+			hint = fmt.Sprintf("no builtin, capability or page action of tab %d has that name; %s", call.TabID, hint)
+		}
+		return fail(CodeNotFound, "no tool named %q: %s", call.Tool, hint)
+	}
+	st.e = e
+	st.dangerous = e.tool.Dangerous
+	call.Tool = e.name
+
+	// 2. validate
+	args, err := decodeArguments(call.Arguments)
+	if err != nil {
+		return fail(CodeInvalidParams, "invalid params: %v", err)
+	}
+	st.args = args
+	if vs := e.schema.Validate(args); len(vs) > 0 {
+		parts := make([]string, len(vs))
+		for i, v := range vs {
+			parts[i] = v.String()
+		}
+		return fail(CodeInvalidParams, "invalid params: %s", strings.Join(parts, "; "))
+	}
+	canonical, _ := marshalNoEscape(args)
+	call.Arguments, st.canonical = canonical, canonical
+
+	// 3. availability
+	if ok, reason := r.available(ctx, e, call); !ok {
+		return Result{Code: CodeActionUnavailable, Reason: reason}
+	}
+
+	// 4. permissions
+	p := r.policy.get(ctx)
+	if f := permit(e, call, p); f != nil {
+		return Result{Code: f.Code, Reason: f.Reason}
+	}
+
+	// 5. loop and rate guard
+	release, f := r.guard.admit(call, canonical, p, r.now())
+	if f != nil {
+		return Result{Code: f.Code, Reason: f.Reason}
+	}
+	defer release()
+
+	// 6. confirmation
+	if needsConfirm(e, p) {
+		if res, ok := r.confirm(ctx, st, p); !ok {
+			return res
+		}
+	}
+
+	if e.tool.Dangerous {
+		r.log.Warn().Str("tool", e.name).Str("call_id", call.ID).Str("caller", call.Caller).
+			Str("origin", call.Origin).RawJSON("arguments", r.auditArguments(st)).Msg("running a dangerous tool")
+	}
+
+	// 7. run, 8. expectation
+	timeout := e.tool.Timeout
+	if timeout <= 0 {
+		timeout = p.RunTimeout
+	}
+	return r.run(ctx, e, call, timeout)
+}
+
+// decodeArguments parses the arguments, keeping numbers exact.
+func decodeArguments(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("arguments have data after the JSON value")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object, not %s", jsonKind(v))
+	}
+	return v, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+// permit is step 4: the policy's switches, then the permission flags. Reads and
+// events need the global flag; writes need the global flag and the tool's opt-in.
+func permit(e *entry, call *Call, p *Policy) *Failure {
+	if p.Disabled[e.name] || p.Disabled[e.modelName] {
+		return Failf(CodePermissionDenied, "%s is disabled by the setting %s", e.name, SettingDisabled)
+	}
+	for _, o := range []string{e.tool.Origin, call.Origin} {
+		if o != "" && p.DeniedOrigins[strings.TrimSuffix(o, "/")] {
+			return Failf(CodePermissionDenied, "calls involving %s are refused by the setting %s", o, SettingDeniedOrigins)
+		}
+	}
+	flags := map[string]bool{PermReadStore: p.ReadStore, PermWriteStore: p.WriteStore, PermEmitEvents: p.EmitEvents}
+	keys := map[string]string{PermReadStore: SettingReadStore, PermWriteStore: SettingWriteStore, PermEmitEvents: SettingEmitEvents}
+	call.Granted = call.Granted[:0]
+	for _, perm := range e.tool.Permissions {
+		if !flags[perm] {
+			return Failf(CodePermissionDenied, "%s needs the %s permission, which is off globally; `ferry config set %s true` allows it", e.name, perm, keys[perm])
+		}
+		call.Granted = append(call.Granted, perm)
+	}
+	// Reads and events are granted by the global flag alone (seed 002's sandbox API);
+	// writeStore only through the opt-in above.
+	for _, perm := range []string{PermReadStore, PermEmitEvents} {
+		if flags[perm] && !call.Has(perm) {
+			call.Granted = append(call.Granted, perm)
+		}
+	}
+	return nil
+}
+
+func needsConfirm(e *entry, p *Policy) bool {
+	return e.tool.Confirm || p.Confirm[e.name] || p.Confirm[e.modelName] || (p.ConfirmWrites && e.tool.Kind == KindWrite)
+}
+
+// confirm is step 6. Any outcome but a yes is a denial.
+func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy) (Result, bool) {
+	e, call := st.e, st.call
+	ui := r.UI()
+	if ui == nil {
+		return fail(CodeUserRejected, "%s needs a person's confirmation, but no UI is connected to ask (open Ferry's side panel in the browser; `ferry call` cannot confirm)", e.name), false
+	}
+	msg := e.tool.ConfirmMessage
+	if msg == "" {
+		msg = fmt.Sprintf("Allow %s? %s", e.name, e.tool.Description)
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
+	defer cancel()
+	ok, err := ui.Confirm(cctx, ConfirmRequest{
+		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: call.Origin,
+		Message: msg, Dangerous: e.tool.Dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
+	})
+	switch {
+	case err == nil && ok:
+		return Result{}, true
+	case err == nil:
+		return fail(CodeUserRejected, "the person declined to run %s", e.name), false
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return fail(CodeConfirmTimeout, "no answer to the confirmation of %s within %s; treated as a denial (setting %s)", e.name, p.ConfirmTimeout, SettingConfirmTimeout), false
+	default:
+		return fail(CodeUserRejected, "the confirmation of %s could not be asked: %v; treated as a denial", e.name, err), false
+	}
+}
+
+type runOutcome struct {
+	result any
+	exp    Expectation
+	err    error
+	expErr error
+	panic  any
+	stack  []byte
+}
+
+// run is steps 7 and 8 under one timeout. A handler that ignores its context keeps
+// running after a TIMEOUT (Go cannot stop it), but its result is dropped.
+func (r *Registry) run(ctx context.Context, e *entry, call *Call, timeout time.Duration) Result {
+	rctx, cancel := context.WithTimeout(context.WithValue(ctx, callKey{}, call), timeout)
+	defer cancel()
+	done := make(chan runOutcome, 1)
+	go func() {
+		var out runOutcome
+		defer func() {
+			if p := recover(); p != nil {
+				out.panic, out.stack = p, debug.Stack()
+			}
+			done <- out
+		}()
+		out.result, out.err = e.tool.Run(rctx, call)
+		if out.err == nil && e.tool.Expect != nil {
+			out.exp, out.expErr = e.tool.Expect(rctx, call, out.result)
+		}
+	}()
+	var out runOutcome
+	select {
+	case out = <-done:
+	case <-rctx.Done():
+		return r.runTimeout(ctx, e, timeout)
+	}
+	switch {
+	case out.panic != nil:
+		r.log.Error().Str("tool", e.name).Str("call_id", call.ID).Interface("panic", out.panic).
+			Bytes("stack", out.stack).Msg("tool handler panicked")
+		return fail(CodeHandlerError, "%s failed: internal error: %v", e.name, out.panic)
+	case out.err != nil:
+		var f *Failure
+		if errors.As(out.err, &f) {
+			return Result{Code: f.Code, Reason: f.Reason}
+		}
+		if errors.Is(out.err, context.DeadlineExceeded) && rctx.Err() != nil {
+			return r.runTimeout(ctx, e, timeout)
+		}
+		return fail(CodeHandlerError, "%s failed: %v", e.name, out.err)
+	case out.expErr != nil:
+		if errors.Is(out.expErr, context.DeadlineExceeded) && rctx.Err() != nil {
+			return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed within %s; the page may have changed: check before retrying", e.name, timeout)
+		}
+		return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed: %v; the page may have changed: check before retrying", e.name, out.expErr)
+	}
+	return Result{Success: true, Result: out.result, Expect: out.exp.Expect, Changed: out.exp.Changed}
+}
+
+func (r *Registry) runTimeout(ctx context.Context, e *entry, timeout time.Duration) Result {
+	if ctx.Err() != nil {
+		return fail(CodeHandlerError, "%s was cancelled before it finished (%v); it may have had effects", e.name, ctx.Err())
+	}
+	return fail(CodeTimeout, "%s did not finish within %s; it may have had effects", e.name, timeout)
+}
+
+// auditArguments is the arguments as recorded and shown: secrets redacted, bounded.
+func (r *Registry) auditArguments(st *callState) json.RawMessage {
+	var b []byte
+	switch {
+	case st.args != nil && st.e != nil && st.e.schema.secret:
+		b, _ = marshalNoEscape(redact(st.args, st.e.schema.doc))
+	case st.canonical != nil:
+		b = st.canonical
+	case st.args != nil:
+		b, _ = marshalNoEscape(st.args)
+	case len(bytes.TrimSpace(st.call.Arguments)) == 0:
+		b = []byte("{}")
+	default:
+		// Arguments that did not parse are kept as text: that is what was sent.
+		b, _ = marshalNoEscape(truncate(string(st.call.Arguments), MaxAuditArguments))
+	}
+	if len(b) > MaxAuditArguments {
+		b, _ = marshalNoEscape(truncate(string(b), MaxAuditArguments))
+	}
+	return b
+}
+
+// truncate cuts s to at most n bytes on a character boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func (r *Registry) record(st *callState, res Result) {
+	if r.audit == nil {
+		return
+	}
+	call := st.call
+	entry := storage.AuditEntry{
+		Time: st.start, CallID: call.ID, Tool: call.Tool, Origin: call.Origin, Caller: call.Caller,
+		Code: string(res.Code), Success: res.Success, Dangerous: st.dangerous,
+		TraceID: call.TraceID, ParentTrace: call.ParentTrace, Depth: call.Depth,
+		ConversationID: call.ConversationID, RunID: call.RunID,
+		Duration: r.now().Sub(st.start),
+	}
+	if st.e != nil {
+		entry.Source = string(st.e.tool.Source)
+		if entry.Origin == "" {
+			entry.Origin = st.e.tool.Origin
+		}
+	}
+	entry.Arguments = r.auditArguments(st)
+	if res.Success {
+		b, err := marshalNoEscape(res.Result)
+		if err != nil {
+			b = []byte(fmt.Sprintf("(result not JSON: %v)", err))
+		}
+		entry.Result = truncate(string(b), MaxAuditResult)
+	} else {
+		entry.Result = truncate(res.Reason, MaxAuditResult)
+	}
+	r.audit.Record(entry)
+}

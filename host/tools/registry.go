@@ -1,0 +1,397 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
+)
+
+// Auditor receives one entry per call (storage.AuditLog satisfies it). Record must
+// not block for long: the pipeline calls it before returning the result.
+type Auditor interface {
+	Record(storage.AuditEntry)
+}
+
+// Options configures a Registry.
+type Options struct {
+	Settings SettingsSource // nil: every setting at its default
+	Audit    Auditor        // nil: calls are not recorded
+	Log      zerolog.Logger
+	Now      func() time.Time // nil: time.Now
+}
+
+// Registry holds every tool and runs every call. It is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	// global holds builtins and capabilities by registered name; byModel maps the
+	// model-visible names of those back. Page actions live per tab.
+	global  map[string]*entry
+	byModel map[string]string
+	pages   map[int]map[string]*entry // tab → name → page action
+
+	ui     atomic.Pointer[uiHolder]
+	policy *policyCache
+	guard  *guard
+	audit  Auditor
+	log    zerolog.Logger
+	now    func() time.Time
+}
+
+type uiHolder struct{ ui UI }
+
+type entry struct {
+	tool      Tool
+	name      string // as registered ("app:name" for capabilities)
+	modelName string
+	schema    *Schema
+	tokens    int
+}
+
+// NewRegistry makes an empty registry.
+func NewRegistry(opts Options) *Registry {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Registry{
+		global:  map[string]*entry{},
+		byModel: map[string]string{},
+		pages:   map[int]map[string]*entry{},
+		policy:  &policyCache{src: opts.Settings, now: opts.Now},
+		guard:   newGuard(),
+		audit:   opts.Audit,
+		log:     opts.Log,
+		now:     opts.Now,
+	}
+}
+
+// SetUI connects (or, with nil, disconnects) the surface that answers confirmations
+// and ask_user.
+func (r *Registry) SetUI(ui UI) {
+	if ui == nil {
+		r.ui.Store(nil)
+		return
+	}
+	r.ui.Store(&uiHolder{ui})
+}
+
+// UI is the connected UI, or nil.
+func (r *Registry) UI() UI {
+	if h := r.ui.Load(); h != nil {
+		return h.ui
+	}
+	return nil
+}
+
+// RefreshSettings makes the next call read the settings again (after a change made
+// through this process).
+func (r *Registry) RefreshSettings() { r.policy.invalidate() }
+
+// Register adds a tool, or replaces the one registered under the same name (and,
+// for a page action, the same tab). The parameters are normalised and compiled now;
+// a tool that cannot be served exactly as declared is refused with the reason.
+func (r *Registry) Register(t Tool) error {
+	e, err := r.prepare(t)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.tool.Source == SourcePage {
+		if g, ok := r.global[e.name]; ok {
+			return fmt.Errorf("page action %q is refused: the name belongs to the %s tool %q, which a page can never shadow; rename the action", e.name, g.tool.Source, g.name)
+		}
+		if g, ok := r.byModel[e.name]; ok {
+			return fmt.Errorf("page action %q is refused: the model knows the %s tool %q by that name, which a page can never shadow; rename the action", e.name, r.global[g].tool.Source, g)
+		}
+		if g, ok := r.byModel[e.modelName]; ok {
+			return fmt.Errorf("page action %q is refused: the model would see it as %q, the name of the %s tool %q; rename the action", e.name, e.modelName, r.global[g].tool.Source, g)
+		}
+		tab := r.pages[t.TabID]
+		if tab == nil {
+			tab = map[string]*entry{}
+			r.pages[t.TabID] = tab
+		}
+		for _, other := range tab {
+			if other.name != e.name && other.modelName == e.modelName {
+				return fmt.Errorf("page action %q is refused: the model would see it as %q, like the action %q of the same tab; rename one", e.name, e.modelName, other.name)
+			}
+		}
+		tab[e.name] = e
+		return nil
+	}
+	if owner, ok := r.byModel[e.modelName]; ok && owner != e.name {
+		return fmt.Errorf("tool %q is refused: the model would see it as %q, like the tool %q; rename one", e.name, e.modelName, owner)
+	}
+	if old, ok := r.global[e.name]; ok && old.tool.Source != e.tool.Source {
+		return fmt.Errorf("tool %q is refused: a %s tool already has the name, and only a tool of the same source may replace it", e.name, old.tool.Source)
+	}
+	r.global[e.name] = e
+	r.byModel[e.modelName] = e.name
+	// A new global name hides nothing: any page action already using it stops
+	// being callable by that name, so it is removed rather than left shadowed.
+	for _, tab := range r.pages {
+		delete(tab, e.name)
+	}
+	return nil
+}
+
+func (r *Registry) prepare(t Tool) (*entry, error) {
+	if t.Source == "" {
+		t.Source = SourceBuiltin
+	}
+	if t.Kind == "" {
+		t.Kind = KindRead
+	}
+	name := t.Name
+	switch t.Source {
+	case SourceBuiltin:
+		if !ValidModelName(t.Name) {
+			return nil, fmt.Errorf("builtin tool %q: a builtin's name must match ^[a-zA-Z0-9_-]{1,64}$", t.Name)
+		}
+	case SourceCapability:
+		if t.App == "" || !ValidModelName(t.App) {
+			return nil, fmt.Errorf("capability %q: App must name the app, matching ^[a-zA-Z0-9_-]{1,64}$", t.Name)
+		}
+		if len(name) <= len(t.App) || name[:len(t.App)+1] != t.App+":" {
+			name = t.App + ":" + name
+		}
+	case SourcePage:
+		if t.Origin == "" {
+			return nil, fmt.Errorf("page action %q: the page's origin is required", t.Name)
+		}
+	default:
+		return nil, fmt.Errorf("tool %q: unknown source %q (builtin, page or capability)", t.Name, t.Source)
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if t.Kind != KindRead && t.Kind != KindWrite {
+		return nil, fmt.Errorf("tool %q: kind must be read or write, not %q", name, t.Kind)
+	}
+	if t.Run == nil {
+		return nil, fmt.Errorf("tool %q has no Run function", name)
+	}
+	for _, p := range t.Permissions {
+		if p != PermReadStore && p != PermWriteStore && p != PermEmitEvents {
+			return nil, fmt.Errorf("tool %q: unknown permission %q (readStore, writeStore or emitEvents)", name, p)
+		}
+	}
+	schema, err := NormalizeParameters(t.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", name, err)
+	}
+	if t.Description == "" {
+		t.Description = "Execute: " + name
+	}
+	t.Name = name
+	e := &entry{tool: t, name: name, modelName: ModelName(name), schema: schema}
+	def, _ := marshalNoEscape(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}{e.modelName, t.Description, schema.JSON})
+	e.tokens = EstimateTokens(def)
+	return e, nil
+}
+
+// EstimateTokens is the token estimate of a tool definition: its JSON bytes divided
+// by 4, rounded up. Tokenizers give 3 to 4.5 bytes a token on JSON schemas and
+// English prose; the figure is for comparing tools and totals in the diagnostics
+// view, not for billing.
+func EstimateTokens(definition []byte) int { return (len(definition) + 3) / 4 }
+
+// Unregister removes a builtin or capability by its registered name.
+func (r *Registry) Unregister(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.global[name]
+	if ok {
+		delete(r.global, name)
+		delete(r.byModel, e.modelName)
+	}
+	return ok
+}
+
+// RemoveApp removes every capability of an app and says how many.
+func (r *Registry) RemoveApp(app string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for name, e := range r.global {
+		if e.tool.Source == SourceCapability && e.tool.App == app {
+			delete(r.global, name)
+			delete(r.byModel, e.modelName)
+			n++
+		}
+	}
+	return n
+}
+
+// RemoveTab removes every page action of a tab (closed, or navigated away).
+func (r *Registry) RemoveTab(tab int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.pages[tab])
+	delete(r.pages, tab)
+	return n
+}
+
+// RemoveFrame removes the page actions one frame of a tab declared.
+func (r *Registry) RemoveFrame(tab, frame int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for name, e := range r.pages[tab] {
+		if e.tool.FrameID == frame {
+			delete(r.pages[tab], name)
+			n++
+		}
+	}
+	if len(r.pages[tab]) == 0 {
+		delete(r.pages, tab)
+	}
+	return n
+}
+
+// lookup finds a tool by registered or model-visible name: builtins and
+// capabilities first, then the page actions of the tab.
+func (r *Registry) lookup(name string, tab int) *entry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if e, ok := r.global[name]; ok {
+		return e
+	}
+	if n, ok := r.byModel[name]; ok {
+		return r.global[n]
+	}
+	if e, ok := r.pages[tab][name]; ok {
+		return e
+	}
+	for _, e := range r.pages[tab] {
+		if e.modelName == name {
+			return e
+		}
+	}
+	return nil
+}
+
+// Resolve maps a model-visible (or registered) name back to the registered name.
+func (r *Registry) Resolve(name string, tab int) (string, bool) {
+	if e := r.lookup(name, tab); e != nil {
+		return e.name, true
+	}
+	return "", false
+}
+
+// Listing is one tool as tools.list, `ferry tools` and the model see it.
+type Listing struct {
+	Name        string          `json:"name"`
+	ModelName   string          `json:"model_name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Source      Source          `json:"source"`
+	Kind        Kind            `json:"kind"`
+	Dialect     Dialect         `json:"dialect"`
+	Tokens      int             `json:"tokens"`
+	Confirm     bool            `json:"confirm,omitempty"`
+	Dangerous   bool            `json:"dangerous,omitempty"`
+	Permissions []string        `json:"permissions,omitempty"`
+	Origin      string          `json:"origin,omitempty"`
+	App         string          `json:"app,omitempty"`
+	TabID       int             `json:"tab_id,omitempty"`
+	FrameID     int             `json:"frame_id,omitempty"`
+}
+
+// Unavailable is a tool whose precondition fails now, with the reason.
+type Unavailable struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+func (e *entry) listing() Listing {
+	t := e.tool
+	return Listing{
+		Name: e.name, ModelName: e.modelName, Description: t.Description, Parameters: e.schema.JSON,
+		Source: t.Source, Kind: t.Kind, Dialect: e.schema.Dialect, Tokens: e.tokens,
+		Confirm: t.Confirm, Dangerous: t.Dangerous, Permissions: t.Permissions,
+		Origin: t.Origin, App: t.App, TabID: t.TabID, FrameID: t.FrameID,
+	}
+}
+
+func (r *Registry) entries(tab int) []*entry {
+	r.mu.RLock()
+	out := make([]*entry, 0, len(r.global)+len(r.pages[tab]))
+	for _, e := range r.global {
+		out = append(out, e)
+	}
+	for _, e := range r.pages[tab] {
+		out = append(out, e)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].modelName < out[j].modelName })
+	return out
+}
+
+// All lists every builtin and capability, and the page actions of tab, sorted by
+// model-visible name, whether or not they are available now.
+func (r *Registry) All(tab int) []Listing {
+	es := r.entries(tab)
+	out := make([]Listing, len(es))
+	for i, e := range es {
+		out[i] = e.listing()
+	}
+	return out
+}
+
+// List splits the tools for a tab into those the model may be offered now and those
+// whose precondition fails (with the reason), both sorted. Tools the policy
+// disables are left out of both.
+func (r *Registry) List(ctx context.Context, tab int) (available []Listing, unavailable []Unavailable) {
+	p := r.policy.get(ctx)
+	available, unavailable = []Listing{}, []Unavailable{}
+	for _, e := range r.entries(tab) {
+		if p.Disabled[e.name] || p.Disabled[e.modelName] {
+			continue
+		}
+		if ok, reason := r.available(ctx, e, &Call{Tool: e.name, TabID: tab}); !ok {
+			unavailable = append(unavailable, Unavailable{e.modelName, reason})
+			continue
+		}
+		available = append(available, e.listing())
+	}
+	return available, unavailable
+}
+
+// available runs a precondition, a panic counting as unavailable.
+func (r *Registry) available(ctx context.Context, e *entry, call *Call) (ok bool, reason string) {
+	if e.tool.Available == nil {
+		return true, ""
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", e.name).Interface("panic", p).Msg("availability check panicked")
+			ok, reason = false, fmt.Sprintf("the availability check of %s failed: %v", e.name, p)
+		}
+	}()
+	ok, reason = e.tool.Available(ctx, call)
+	if !ok && reason == "" {
+		reason = e.name + " is not available now"
+	}
+	return ok, reason
+}
+
+// TotalTokens is the estimate for offering every listed tool in one request.
+func TotalTokens(ls []Listing) int {
+	n := 0
+	for _, l := range ls {
+		n += l.Tokens
+	}
+	return n
+}

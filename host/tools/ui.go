@@ -1,0 +1,107 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// UI is the surface where a person answers: the side panel, through the extension.
+// The host implements it over the native connection (ui.confirm, ui.ask requests);
+// tests use fakes. Both calls end when ctx does.
+type UI interface {
+	Confirm(ctx context.Context, req ConfirmRequest) (approved bool, err error)
+	Ask(ctx context.Context, req AskRequest) (AskAnswer, error)
+}
+
+// ConfirmRequest asks a person whether one call may run. Arguments are redacted as in
+// the audit log.
+type ConfirmRequest struct {
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Origin    string          `json:"origin,omitempty"`
+	Message   string          `json:"message"`
+	Dangerous bool            `json:"dangerous,omitempty"`
+	TimeoutMS int64           `json:"timeout_ms"`
+}
+
+// AskRequest is ask_user's question: free text, or a choice among options.
+type AskRequest struct {
+	CallID    string   `json:"call_id"`
+	Question  string   `json:"question"`
+	Options   []string `json:"options,omitempty"`
+	Multiple  bool     `json:"multiple,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms"`
+}
+
+// AskAnswer is the person's answer: a string, a list of strings (multiple), or null
+// with a reason.
+type AskAnswer struct {
+	Answer any    `json:"answer"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// askUserParams is seed 001's ask_user; multiple without options makes no sense, so
+// the schema says so.
+const askUserParams = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "type": "object",
+  "properties": {
+    "question": {"type": "string", "minLength": 1, "description": "The question to ask the user"},
+    "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "description": "Choices to offer; when given, the question becomes a choice"},
+    "multiple": {"type": "boolean", "default": false, "description": "Allow choosing several options"}
+  },
+  "required": ["question"],
+  "dependentRequired": {"multiple": ["options"]},
+  "additionalProperties": false
+}`
+
+// AskUser is the ask_user builtin: it sends the question to the connected UI and
+// waits up to the setting tools.ask_timeout_seconds (5 minutes), then answers
+// {answer: null, reason: "timeout"}. With no UI connected it is unavailable, so the
+// caller learns at once instead of waiting.
+func AskUser(r *Registry) Tool {
+	return Tool{
+		Name:        "ask_user",
+		Description: "Ask the user a question and wait for the answer: free text, or a choice among options (several with multiple). Use it when a decision or a missing detail only the user can give blocks the task.",
+		Parameters:  json.RawMessage(askUserParams),
+		Source:      SourceBuiltin,
+		Kind:        KindRead,
+		// The person has up to the ask timeout (at most an hour, by the setting's
+		// range); the pipeline's run timeout must not cut them off first.
+		Timeout: time.Hour + time.Minute,
+		Available: func(ctx context.Context, call *Call) (bool, string) {
+			if r.UI() == nil {
+				return false, "no UI is connected to ask the user: open Ferry's side panel in the browser (from `ferry call` nobody can answer)"
+			}
+			return true, ""
+		},
+		Run: func(ctx context.Context, call *Call) (any, error) {
+			var p struct {
+				Question string   `json:"question"`
+				Options  []string `json:"options"`
+				Multiple bool     `json:"multiple"`
+			}
+			if err := call.Decode(&p); err != nil {
+				return nil, err
+			}
+			ui := r.UI()
+			if ui == nil {
+				return nil, Failf(CodeActionUnavailable, "the UI disconnected before the question could be asked")
+			}
+			wait := r.policy.get(ctx).AskTimeout
+			actx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			ans, err := ui.Ask(actx, AskRequest{CallID: call.ID, Question: p.Question, Options: p.Options, Multiple: p.Multiple, TimeoutMS: wait.Milliseconds()})
+			if err != nil {
+				if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+					return AskAnswer{Answer: nil, Reason: "timeout"}, nil
+				}
+				return nil, err
+			}
+			return ans, nil
+		},
+	}
+}
