@@ -11,6 +11,7 @@ import (
 	"github.com/ferryhq/ferry/host/search"
 	"github.com/ferryhq/ferry/host/tasks"
 	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/host/web"
 	"github.com/ferryhq/ferry/host/workspace"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
@@ -43,6 +44,8 @@ func OpenToolbox(db *storage.DB, log zerolog.Logger, notify func(method string, 
 		}
 	}
 	builtins := []tools.Tool{tools.AskUser(reg)}
+	// No Summarizer yet: web_fetch's prompt says a model must be configured first.
+	builtins = append(builtins, web.Tools(web.Deps{Settings: db})...)
 	builtins = append(builtins, search.Tools(search.Deps{Settings: db, Secrets: db})...)
 	builtins = append(builtins, workspace.Tools(workspace.Deps{Store: db})...)
 	builtins = append(builtins, tasks.Tools(tasks.Deps{Store: db, OnChange: onTasks})...)

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -66,9 +69,8 @@ func TestToolsCommand(t *testing.T) {
 // builtin tools. Which code is covered where:
 //   - here, always: NOT_FOUND (unknown name), INVALID_PARAMS (bad ask_user
 //     arguments, arguments not JSON), ACTION_UNAVAILABLE (ask_user, no UI connected);
-//   - here, with any always-available builtin that needs no arguments (the
-//     workspace and task tools, once wired): PERMISSION_DENIED (tools.disabled),
-//     LOOP_DETECTED (--depth 4), USER_REJECTED (tools.confirm, and no UI to ask);
+//   - here, through list_tasks: PERMISSION_DENIED (tools.disabled), LOOP_DETECTED
+//     (--depth 4), USER_REJECTED (tools.confirm, and no UI to ask);
 //   - host/tools TestEveryCode, through the pipeline with test tools: every code,
 //     including RATE_LIMITED, CONFIRM_TIMEOUT, HANDLER_ERROR, TIMEOUT and
 //     EXPECTATION_FAILED, which a one-shot CLI process without a UI or page
@@ -99,46 +101,27 @@ func TestCallCodes(t *testing.T) {
 	}
 	calls := len(cases)
 
-	// A builtin that is available and takes no required argument, if one is wired.
-	out, _ := ferryCmd(t, home, "tools", "--json")
-	var l listed
-	json.Unmarshal([]byte(out), &l)
-	unavailable := map[string]bool{}
-	for _, u := range l.Unavailable {
-		unavailable[u.Name] = true
-	}
-	simple := ""
-	for _, tool := range l.Tools {
-		var s struct{ Required []string }
-		json.Unmarshal(tool.Parameters, &s)
-		if tool.Source == "builtin" && !unavailable[tool.Name] && len(s.Required) == 0 {
-			simple = tool.Name
-			break
-		}
-	}
-	if simple != "" {
-		for _, c := range []struct {
-			setting, value string
-			args           []string
-			code           string
-		}{
-			{"", "", []string{"call", "--depth", "4", simple}, "LOOP_DETECTED"},
-			{"tools.confirm", simple, []string{"call", simple}, "USER_REJECTED"},
-			{"tools.disabled", simple, []string{"call", simple, "{}"}, "PERMISSION_DENIED"},
-		} {
-			if c.setting != "" {
-				if _, code := ferryCmd(t, home, "config", "set", c.setting, c.value); code != 0 {
-					t.Fatalf("config set %s", c.setting)
-				}
+	// list_tasks is always available and needs no argument: the policy codes are
+	// reached through it.
+	for _, c := range []struct {
+		setting, value string
+		args           []string
+		code           string
+	}{
+		{"", "", []string{"call", "--depth", "4", "list_tasks"}, "LOOP_DETECTED"},
+		{"tools.confirm", "list_tasks", []string{"call", "list_tasks"}, "USER_REJECTED"},
+		{"tools.disabled", "list_tasks", []string{"call", "list_tasks", "{}"}, "PERMISSION_DENIED"},
+	} {
+		if c.setting != "" {
+			if _, code := ferryCmd(t, home, "config", "set", c.setting, c.value); code != 0 {
+				t.Fatalf("config set %s", c.setting)
 			}
-			out, code := ferryCmd(t, home, c.args...)
-			if code != 1 || !strings.Contains(out, `"code":"`+c.code+`"`) {
-				t.Errorf("%v: exit %d, %s; want %s", c.args, code, out, c.code)
-			}
-			calls++
 		}
-	} else {
-		t.Log("no always-available builtin without required arguments is wired yet: PERMISSION_DENIED, LOOP_DETECTED and USER_REJECTED are covered by host/tools only")
+		out, code := ferryCmd(t, home, c.args...)
+		if code != 1 || !strings.Contains(out, `"code":"`+c.code+`"`) {
+			t.Errorf("%v: exit %d, %s; want %s", c.args, code, out, c.code)
+		}
+		calls++
 	}
 
 	// Every call left its audit row, with a trace id.
@@ -164,5 +147,37 @@ func TestCallUsage(t *testing.T) {
 	}
 	if _, code := ferryCmd(t, t.TempDir(), "call", "--depth", "-1", "x"); code != 2 {
 		t.Fatalf("exit %d, want 2", code)
+	}
+}
+
+// TestCallWebFetchSSRFGuard is the guard as a user meets it: a loopback address is
+// refused until fetch.allow_private_hosts names it.
+func TestCallWebFetchSSRFGuard(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<html><head><title>Local</title></head><body><main><h1>Hello</h1><p>From loopback.</p></main></body></html>")
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	args := []string{"call", "web_fetch", `{"url": "` + srv.URL + `/page"}`}
+
+	out, code := ferryCmd(t, home, args...)
+	if code != 1 || !strings.Contains(out, `"code":"PERMISSION_DENIED"`) || !strings.Contains(out, "fetch.allow_private_hosts") {
+		t.Fatalf("loopback fetch not refused by the guard: exit %d, %s", code, out)
+	}
+	if _, code := ferryCmd(t, home, "config", "set", "fetch.allow_private_hosts", "127.0.0.1"); code != 0 {
+		t.Fatal("config set fetch.allow_private_hosts")
+	}
+	out, code = ferryCmd(t, home, args...)
+	var res struct {
+		Success bool
+		Result  struct {
+			Content  string `json:"content"`
+			FinalURL string `json:"final_url"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.Success ||
+		!strings.Contains(res.Result.Content, "From loopback.") || res.Result.FinalURL != srv.URL+"/page" {
+		t.Fatalf("allowed fetch: exit %d, %s", code, out)
 	}
 }

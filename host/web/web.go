@@ -1,0 +1,355 @@
+// Package web holds the host's builtin web_fetch tool: an HTTP(S) fetch behind an SSRF
+// guard, with HTML reduced to the page's main text as Markdown, JSON pretty-printed,
+// plain text as is, and an optional summary through the configured model.
+//
+// Choices a caller can rely on:
+//   - content is always a string. JSON is validated and returned pretty-printed with
+//     two-space indentation, keys in the server's order; a body that claims to be JSON
+//     but does not parse is returned as the text it is.
+//   - A body over fetch.max_body_bytes is not an error: the first fetch.max_body_bytes
+//     bytes are used and truncated is true, as a reader would rather see the start of a
+//     long page than nothing.
+//   - max_length counts characters (Unicode code points), never splits one, and applies
+//     to the content returned (the summary when prompt is given). Without max_length,
+//     fetch.max_length applies (0: no limit).
+//   - The HTTP client never uses a proxy from the environment: a proxy would make the
+//     connection on our behalf, out of reach of the address check.
+//   - HTTP statuses of 400 and above are failures naming the status.
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/tools"
+)
+
+// Settings keys this package registers.
+const (
+	SettingAllowPrivateHosts = "fetch.allow_private_hosts"
+	SettingMaxBodyBytes      = "fetch.max_body_bytes"
+	SettingMaxLength         = "fetch.max_length"
+)
+
+const (
+	defaultMaxBodyBytes = 10 << 20
+	defaultMaxLength    = 100000
+	fetchTimeout        = 30 * time.Second
+	// The pipeline's timeout must cover the fetch and a model call for prompt.
+	toolTimeout  = 3 * time.Minute
+	maxRedirects = 10
+)
+
+func init() {
+	config.Register(config.Setting{
+		Key:         SettingAllowPrivateHosts,
+		Description: "host names (exact, or *.suffix), IP addresses and CIDRs that web_fetch may reach although they are loopback, private, link-local or metadata addresses (comma-separated)",
+		Default:     "",
+		Validate: func(v string) error {
+			_, err := parseAllowList(v)
+			return err
+		},
+	})
+	config.Register(config.Setting{
+		Key:         SettingMaxBodyBytes,
+		Description: "bytes of a response body web_fetch reads; the rest is dropped and the result marked truncated",
+		Default:     strconv.Itoa(defaultMaxBodyBytes),
+		Validate:    config.IntRange(1024, 1<<30),
+	})
+	config.Register(config.Setting{
+		Key:         SettingMaxLength,
+		Description: "characters of content web_fetch returns when a call gives no max_length (0: no limit)",
+		Default:     strconv.Itoa(defaultMaxLength),
+		Validate:    config.IntRange(0, 1<<30),
+	})
+}
+
+// Settings reads stored settings; *storage.DB satisfies it.
+type Settings interface {
+	GetSetting(ctx context.Context, key string) (string, bool, error)
+}
+
+// Summarizer distils fetched content through the configured model.
+type Summarizer interface {
+	Summarize(ctx context.Context, prompt, content string) (string, error)
+}
+
+// ErrNoModel is what a Summarizer returns when no model provider is configured at the
+// time of the call; web_fetch turns it into the same clear failure as a nil Summarizer.
+var ErrNoModel = errors.New("no model provider is configured")
+
+// Deps is what the web tools need from the host.
+type Deps struct {
+	Settings   Settings   // nil: every setting at its default
+	Summarizer Summarizer // nil: no model configured; a call with prompt fails clearly
+
+	// Test hooks, unexported so production code always gets the real resolver and the
+	// 30 s timeout.
+	resolver hostResolver
+	timeout  time.Duration
+}
+
+// Result is web_fetch's result.
+type Result struct {
+	URL         string `json:"url"`
+	ContentType string `json:"content_type"`
+	Content     string `json:"content"`
+	Truncated   bool   `json:"truncated"`
+	FinalURL    string `json:"final_url"`
+	Status      int    `json:"status"`
+	Title       string `json:"title,omitempty"`
+	Summarized  bool   `json:"summarized,omitempty"`
+}
+
+// Tools returns the web tools the host offers.
+func Tools(deps Deps) []tools.Tool {
+	return []tools.Tool{{
+		Name: "web_fetch",
+		Description: "Fetch a URL over HTTP(S) and return its content: the main text of an HTML page as Markdown " +
+			"(navigation, sidebars, footers and ads removed), JSON pretty-printed, plain text as is. " +
+			"With prompt, the content is summarised by the model following the prompt. " +
+			"Loopback, private and metadata addresses are refused unless allowed in fetch.allow_private_hosts.",
+		Parameters: json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "url": {"type": "string", "format": "uri", "description": "the http or https URL to fetch"},
+    "prompt": {"type": "string", "description": "when given, what to extract or summarise from the content; the model's answer is returned as content"},
+    "max_length": {"type": "integer", "minimum": 1, "description": "maximum characters of content to return; longer content is cut and truncated is true"}
+  },
+  "required": ["url"],
+  "additionalProperties": false
+}`),
+		Source:  tools.SourceBuiltin,
+		Kind:    tools.KindRead,
+		Timeout: toolTimeout,
+		Run: func(ctx context.Context, call *tools.Call) (any, error) {
+			var args struct {
+				URL       string `json:"url"`
+				Prompt    string `json:"prompt"`
+				MaxLength *int   `json:"max_length"`
+			}
+			if err := call.Decode(&args); err != nil {
+				return nil, tools.Failf(tools.CodeInvalidParams, "web_fetch arguments: %v", err)
+			}
+			return deps.fetch(ctx, args.URL, args.Prompt, args.MaxLength)
+		},
+	}}
+}
+
+func (d Deps) setting(ctx context.Context, key, def string) (string, error) {
+	if d.Settings == nil {
+		return def, nil
+	}
+	v, ok, err := d.Settings.GetSetting(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return def, nil
+	}
+	return v, nil
+}
+
+func (d Deps) intSetting(ctx context.Context, key string, def, lo int) (int, error) {
+	v, err := d.setting(ctx, key, strconv.Itoa(def))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < lo {
+		return 0, tools.Failf(tools.CodeActionUnavailable, "setting %s is %q, not a whole number ≥ %d; fix it with `ferry config set %s VALUE`", key, v, lo, key)
+	}
+	return n, nil
+}
+
+func (d Deps) allowList(ctx context.Context) (*allowList, error) {
+	v, err := d.setting(ctx, SettingAllowPrivateHosts, "")
+	if err != nil {
+		return nil, err
+	}
+	al, err := parseAllowList(v)
+	if err != nil {
+		return nil, tools.Failf(tools.CodeActionUnavailable, "setting %s is invalid: %v", SettingAllowPrivateHosts, err)
+	}
+	return al, nil
+}
+
+// NewClient returns an HTTP client behind the same SSRF guard as web_fetch (allow list
+// from fetch.allow_private_hosts, no environment proxy, at most 10 redirects each
+// re-checked), for other host code that fetches URLs it did not choose.
+func NewClient(ctx context.Context, s Settings, timeout time.Duration) (*http.Client, error) {
+	d := Deps{Settings: s}
+	al, err := d.allowList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.client(al, timeout), nil
+}
+
+func (d Deps) client(al *allowList, timeout time.Duration) *http.Client {
+	var r hostResolver = net.DefaultResolver
+	if d.resolver != nil {
+		r = d.resolver
+	}
+	g := newGuardedDialer(r, al)
+	tr := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            g.DialContext,
+		ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off otherwise
+		TLSHandshakeTimeout:    10 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+		IdleConnTimeout:        30 * time.Second,
+	}
+	return &http.Client{
+		Transport: tr,
+		Timeout:   timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			// via holds every request so far, so redirect number n sees len(via) == n.
+			if len(via) > maxRedirects {
+				return tools.Failf(tools.CodeHandlerError, "too many redirects: stopped after %d (last redirect pointed to %s)", maxRedirects, req.URL.Redacted())
+			}
+			if err := checkURL(req.URL); err != nil {
+				return tools.Failf(tools.CodeHandlerError, "redirected from %s to a URL that cannot be fetched: %v", via[len(via)-1].URL.Redacted(), err)
+			}
+			return nil
+		},
+	}
+}
+
+// checkURL refuses what web_fetch never fetches, whatever the address.
+func checkURL(u *url.URL) error {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return fmt.Errorf("%q has no scheme; only http:// and https:// URLs can be fetched", u.Redacted())
+		}
+		return fmt.Errorf("scheme %q is not supported; only http and https URLs can be fetched", u.Scheme)
+	}
+	if u.User != nil {
+		return fmt.Errorf("URLs with credentials (user:password@host) are refused: a password must not travel in a URL the model wrote")
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("%q has no host", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q is out of range (1-65535)", p)
+		}
+	}
+	return nil
+}
+
+func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) (*Result, error) {
+	u, err := url.Parse(strings.TrimSpace(rawURL))
+	if err != nil {
+		return nil, tools.Failf(tools.CodeInvalidParams, "url: %v", err)
+	}
+	if err := checkURL(u); err != nil {
+		return nil, tools.Failf(tools.CodeInvalidParams, "url: %v", err)
+	}
+	if maxLength != nil && *maxLength < 1 {
+		return nil, tools.Failf(tools.CodeInvalidParams, "max_length must be at least 1")
+	}
+	if prompt != "" && d.Summarizer == nil {
+		return nil, noModel()
+	}
+	al, err := d.allowList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	maxBody, err := d.intSetting(ctx, SettingMaxBodyBytes, defaultMaxBodyBytes, 1)
+	if err != nil {
+		return nil, err
+	}
+	limit := 0
+	if maxLength != nil {
+		limit = *maxLength
+	} else if limit, err = d.intSetting(ctx, SettingMaxLength, defaultMaxLength, 0); err != nil {
+		return nil, err
+	}
+
+	timeout := fetchTimeout
+	if d.timeout > 0 {
+		timeout = d.timeout
+	}
+	page, err := d.get(ctx, d.client(al, timeout), u, maxBody, timeout)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		URL:         rawURL,
+		ContentType: page.mediaType,
+		FinalURL:    page.finalURL,
+		Status:      page.status,
+		Truncated:   page.truncated,
+	}
+	switch page.kind {
+	case kindHTML:
+		doc := Extract(page.text)
+		res.Title, res.Content = doc.Title, doc.Markdown
+	case kindJSON:
+		res.Content = prettyJSON(page.text)
+	default:
+		res.Content = page.text
+	}
+
+	if prompt != "" {
+		defLimit, err := d.intSetting(ctx, SettingMaxLength, defaultMaxLength, 0)
+		if err != nil {
+			return nil, err
+		}
+		in, cut := truncateRunes(res.Content, defLimit)
+		sum, err := d.Summarizer.Summarize(ctx, prompt, in)
+		if errors.Is(err, ErrNoModel) {
+			return nil, noModel()
+		}
+		if err != nil {
+			return nil, tools.Failf(tools.CodeHandlerError, "summarising %s through the model: %v", page.finalURL, err)
+		}
+		res.Content, res.Summarized = sum, true
+		res.Truncated = res.Truncated || cut
+	}
+	var cut bool
+	res.Content, cut = truncateRunes(res.Content, limit)
+	res.Truncated = res.Truncated || cut
+	return res, nil
+}
+
+func noModel() error {
+	return tools.Failf(tools.CodeActionUnavailable,
+		"prompt needs a model to summarise with, and no model provider is configured; add one with `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin --default`, or call web_fetch without prompt")
+}
+
+// truncateRunes keeps at most n code points of s; n <= 0 means no limit.
+func truncateRunes(s string, n int) (string, bool) {
+	if n <= 0 || len(s) <= n {
+		return s, false
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos], true
+		}
+		i++
+	}
+	return s, false
+}
+
+func prettyJSON(s string) string {
+	var b bytes.Buffer
+	b.Grow(len(s) + len(s)/4)
+	if err := json.Indent(&b, []byte(strings.TrimPrefix(s, "\ufeff")), "", "  "); err != nil {
+		return s
+	}
+	return b.String()
+}
