@@ -53,7 +53,7 @@ func SplitOutbound(msg []byte, id string, frameLimit int) [][]byte {
 func sliceEnd(msg []byte, start, budget int) int {
 	cost, i := 0, start
 	for i < len(msg) {
-		c := escapeCost(msg[i])
+		c := int(escapeCost[msg[i]])
 		if cost+c > budget {
 			break
 		}
@@ -75,21 +75,26 @@ func sliceEnd(msg []byte, start, budget int) int {
 	return i
 }
 
-func escapeCost(b byte) int {
-	switch {
-	case b == '"' || b == '\\':
-		return 2
-	case b < 0x20:
-		return 6
-	default:
-		return 1
+// escapeCost is the length of each byte once written inside a JSON string: a table,
+// because this runs once per byte of every large message.
+var escapeCost = func() (t [256]uint8) {
+	for i := range t {
+		switch {
+		case i == '"' || i == '\\':
+			t[i] = 2
+		case i < 0x20:
+			t[i] = 6
+		default:
+			t[i] = 1
+		}
 	}
-}
+	return t
+}()
 
 func escapedLen(s []byte) int {
 	n := 0
 	for _, b := range s {
-		n += escapeCost(b)
+		n += int(escapeCost[b])
 	}
 	return n
 }
@@ -97,15 +102,18 @@ func escapedLen(s []byte) int {
 const hexDigits = "0123456789abcdef"
 
 func appendEscaped(dst, s []byte) []byte {
-	for _, b := range s {
-		switch {
-		case b == '"' || b == '\\':
-			dst = append(dst, '\\', b)
-		case b < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
-		default:
-			dst = append(dst, b)
+	run := 0 // start of the bytes not yet copied: copied in bulk between escapes
+	for i, b := range s {
+		if escapeCost[b] == 1 {
+			continue
 		}
+		dst = append(dst, s[run:i]...)
+		if b < 0x20 {
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+		} else {
+			dst = append(dst, '\\', b)
+		}
+		run = i + 1
 	}
-	return dst
+	return append(dst, s[run:]...)
 }
