@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/storage"
 )
@@ -66,15 +67,18 @@ func TestToolsCommand(t *testing.T) {
 }
 
 // TestCallCodes reproduces result codes through the real binary with the real
-// builtin tools. Which code is covered where:
-//   - here, always: NOT_FOUND (unknown name), INVALID_PARAMS (bad ask_user
-//     arguments, arguments not JSON), ACTION_UNAVAILABLE (ask_user, no UI connected);
-//   - here, through list_tasks: PERMISSION_DENIED (tools.disabled), LOOP_DETECTED
-//     (--depth 4), USER_REJECTED (tools.confirm, and no UI to ask);
-//   - host/tools TestEveryCode, through the pipeline with test tools: every code,
-//     including RATE_LIMITED, CONFIRM_TIMEOUT, HANDLER_ERROR, TIMEOUT and
-//     EXPECTATION_FAILED, which a one-shot CLI process without a UI or page
-//     actions cannot reach.
+// builtin tools. Every code of DESIGN.md's table has a case against the real binary:
+//   - here: NOT_FOUND (unknown name), INVALID_PARAMS (bad ask_user arguments,
+//     arguments not JSON), ACTION_UNAVAILABLE (ask_user, no UI connected), and through
+//     list_tasks PERMISSION_DENIED (tools.disabled), LOOP_DETECTED (--depth 4),
+//     USER_REJECTED (tools.confirm, and no UI to ask);
+//   - TestCallWebFetchSSRFGuard: PERMISSION_DENIED (the SSRF guard), HANDLER_ERROR
+//     (a 404 page), TIMEOUT (a server slower than fetch.timeout_seconds);
+//   - TestToolsCallCodesInHostMode (host mode, the test playing the extension):
+//     USER_REJECTED (the person says no), CONFIRM_TIMEOUT (the person is silent),
+//     RATE_LIMITED (tools.rate.global);
+//   - EXPECTATION_FAILED needs a tool that declares an observable result, which only
+//     page actions do: host/tools TestEveryCode covers it through the pipeline.
 func TestCallCodes(t *testing.T) {
 	home := t.TempDir()
 	type want struct {
@@ -154,6 +158,13 @@ func TestCallUsage(t *testing.T) {
 // refused until fetch.allow_private_hosts names it.
 func TestCallWebFetchSSRFGuard(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/missing":
+			http.NotFound(w, r)
+			return
+		case "/slow":
+			time.Sleep(3 * time.Second)
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, "<html><head><title>Local</title></head><body><main><h1>Hello</h1><p>From loopback.</p></main></body></html>")
 	}))
@@ -179,5 +190,71 @@ func TestCallWebFetchSSRFGuard(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.Success ||
 		!strings.Contains(res.Result.Content, "From loopback.") || res.Result.FinalURL != srv.URL+"/page" {
 		t.Fatalf("allowed fetch: exit %d, %s", code, out)
+	}
+
+	// The handler's own failure, and a server slower than the fetch timeout.
+	out, code = ferryCmd(t, home, "call", "web_fetch", `{"url": "`+srv.URL+`/missing"}`)
+	if code != 1 || !strings.Contains(out, `"code":"HANDLER_ERROR"`) || !strings.Contains(out, "404") {
+		t.Fatalf("404 page: exit %d, %s; want HANDLER_ERROR naming the status", code, out)
+	}
+	ferryCmd(t, home, "config", "set", "fetch.timeout_seconds", "1")
+	out, code = ferryCmd(t, home, "call", "web_fetch", `{"url": "`+srv.URL+`/slow"}`)
+	if code != 1 || !strings.Contains(out, `"code":"TIMEOUT"`) {
+		t.Fatalf("slow page: exit %d, %s; want TIMEOUT", code, out)
+	}
+}
+
+// TestToolsCallCodesInHostMode plays the extension against the real binary in host
+// mode, for the codes that need a person (or their silence) or a long-lived process.
+func TestToolsCallCodesInHostMode(t *testing.T) {
+	home := t.TempDir()
+	for _, kv := range [][2]string{{"tools.confirm", "list_tasks"}, {"tools.confirm_timeout_seconds", "1"}} {
+		if _, code := ferryCmd(t, home, "config", "set", kv[0], kv[1]); code != 0 {
+			t.Fatalf("config set %s", kv[0])
+		}
+	}
+	p := startHost(t, home, pinnedOrigin)
+	// call sends tools.call and answers the host's ui.confirm with answer (nil: stay
+	// silent), returning the result.
+	call := func(id int, answer any) map[string]any {
+		p.send(req(id, "tools.call", map[string]any{"name": "list_tasks", "arguments": map[string]any{}}))
+		for {
+			m := p.recv()
+			if m["method"] == "ui.confirm" {
+				params := m["params"].(map[string]any)
+				if params["tool"] != "list_tasks" {
+					t.Fatalf("confirmation for %v", params)
+				}
+				if answer != nil {
+					p.send(map[string]any{"jsonrpc": "2.0", "id": m["id"], "result": answer})
+				}
+				continue
+			}
+			if m["id"] == float64(id) {
+				return m["result"].(map[string]any)
+			}
+		}
+	}
+	if r := call(1, map[string]any{"approved": true}); r["success"] != true {
+		t.Fatalf("approved call: %v", r)
+	}
+	if r := call(2, map[string]any{"approved": false}); r["code"] != "USER_REJECTED" {
+		t.Fatalf("rejected call: %v", r)
+	}
+	if r := call(3, nil); r["code"] != "CONFIRM_TIMEOUT" {
+		t.Fatalf("unanswered call: %v", r)
+	}
+
+	// The global rate limit counts the calls of this host process.
+	home2 := t.TempDir()
+	ferryCmd(t, home2, "config", "set", "tools.rate.global", "2")
+	q := startHost(t, home2, pinnedOrigin)
+	var last map[string]any
+	for i := 1; i <= 3; i++ {
+		q.send(req(i, "tools.call", map[string]any{"name": "list_tasks", "arguments": map[string]any{}}))
+		last = q.recv()["result"].(map[string]any)
+	}
+	if last["code"] != "RATE_LIMITED" || !strings.Contains(last["reason"].(string), "tools.rate.global") {
+		t.Fatalf("third call over a limit of 2 a minute: %v", last)
 	}
 }

@@ -39,12 +39,13 @@ const (
 	SettingAllowPrivateHosts = "fetch.allow_private_hosts"
 	SettingMaxBodyBytes      = "fetch.max_body_bytes"
 	SettingMaxLength         = "fetch.max_length"
+	SettingTimeoutSeconds    = "fetch.timeout_seconds"
 )
 
 const (
 	defaultMaxBodyBytes = 10 << 20
 	defaultMaxLength    = 100000
-	fetchTimeout        = 30 * time.Second
+	fetchTimeout        = 30 * time.Second // the default of SettingTimeoutSeconds
 	// The pipeline's timeout must cover the fetch and a model call for prompt.
 	toolTimeout  = 3 * time.Minute
 	maxRedirects = 10
@@ -71,6 +72,12 @@ func init() {
 		Description: "characters of content web_fetch returns when a call gives no max_length (0: no limit)",
 		Default:     strconv.Itoa(defaultMaxLength),
 		Validate:    config.IntRange(0, 1<<30),
+	})
+	config.Register(config.Setting{
+		Key:         SettingTimeoutSeconds,
+		Description: "seconds web_fetch waits for a whole response, redirects included",
+		Default:     strconv.Itoa(int(fetchTimeout / time.Second)),
+		Validate:    config.IntRange(1, 120),
 	})
 }
 
@@ -278,7 +285,11 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 		return nil, err
 	}
 
-	timeout := fetchTimeout
+	secs, err := d.intSetting(ctx, SettingTimeoutSeconds, int(fetchTimeout/time.Second), 1)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(secs) * time.Second
 	if d.timeout > 0 {
 		timeout = d.timeout
 	}
