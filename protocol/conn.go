@@ -239,7 +239,7 @@ func (c *Conn) Notify(method string, params any) error {
 }
 
 func (c *Conn) send(m *Message) error {
-	data, err := json.Marshal(m)
+	data, err := encode(m)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
 	}
@@ -254,4 +254,19 @@ func (c *Conn) send(m *Message) error {
 		}
 	}
 	return nil
+}
+
+// encode serializes m. A successful response is assembled by hand: its result was
+// marshalled a moment ago by this package, and json.Marshal would scan and copy a
+// multi-megabyte result once more only to validate it.
+func encode(m *Message) ([]byte, error) {
+	if m.Method != "" || m.Error != nil || m.Result == nil {
+		return json.Marshal(m)
+	}
+	b := make([]byte, 0, len(m.Result)+len(m.ID)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, m.ID...)
+	b = append(b, `,"result":`...)
+	b = append(b, m.Result...)
+	return append(b, '}'), nil
 }
