@@ -80,7 +80,7 @@ func Tools(deps Deps) []tools.Tool {
 				Subject     string `json:"subject"`
 				Description string `json:"description"`
 			}
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			conv := conversation(call)
@@ -115,7 +115,7 @@ func Tools(deps Deps) []tools.Tool {
 				Subject     *string         `json:"subject"`
 				Description *string         `json:"description"`
 			}
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			id, err := taskID(args.TaskID)
@@ -187,17 +187,6 @@ func (d Deps) changed(ctx context.Context, conv string) {
 		return
 	}
 	d.OnChange(conv, list(ts).Tasks)
-}
-
-func decode(call *tools.Call, v any) error {
-	args := call.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(args, v); err != nil {
-		return tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
-	}
-	return nil
 }
 
 // taskID accepts the id as the string the tools return or as a number, since models

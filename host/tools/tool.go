@@ -119,8 +119,19 @@ func (c *Call) Has(perm string) bool {
 	return false
 }
 
-// Decode unmarshals the call's arguments into v.
-func (c *Call) Decode(v any) error { return json.Unmarshal(c.Arguments, v) }
+// Decode unmarshals the call's arguments into v; absent arguments are an empty
+// object. The pipeline has validated them against the schema already, so a failure
+// here means the schema and v disagree: INVALID_PARAMS with the reason.
+func (c *Call) Decode(v any) error {
+	args := c.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return Failf(CodeInvalidParams, "arguments: %v", err)
+	}
+	return nil
+}
 
 // Code is a result code of DESIGN.md's table.
 type Code string

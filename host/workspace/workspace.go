@@ -132,7 +132,7 @@ func Tools(deps Deps) []tools.Tool {
 				Path    string  `json:"path"`
 				Content *string `json:"content"`
 			}
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			if args.Content == nil {
@@ -169,7 +169,7 @@ func Tools(deps Deps) []tools.Tool {
 		Kind:   tools.KindRead,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args readArgs
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			switch args.Mode {
@@ -205,7 +205,7 @@ func Tools(deps Deps) []tools.Tool {
 			var args struct {
 				Path string `json:"path"`
 			}
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			dir, err := storage.CleanPath(args.Path)
@@ -240,7 +240,7 @@ func Tools(deps Deps) []tools.Tool {
 			var args struct {
 				Path string `json:"path"`
 			}
-			if err := decode(call, &args); err != nil {
+			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
 			removed, err := deps.Store.Delete(ctx, args.Path)
@@ -256,17 +256,6 @@ func Tools(deps Deps) []tools.Tool {
 			return out, nil
 		},
 	}}
-}
-
-func decode(call *tools.Call, v any) error {
-	args := call.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	if err := json.Unmarshal(args, v); err != nil {
-		return tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
-	}
-	return nil
 }
 
 // failure maps storage's errors to result codes: a bad path is the caller's mistake
