@@ -132,13 +132,25 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 	defer release()
 
 	// 6. confirmation
-	if needsConfirm(e, p) {
-		if res, ok := r.confirm(ctx, st, p); !ok {
+	ask, msg := needsConfirm(e, p), e.tool.ConfirmMessage
+	if e.tool.Assess != nil {
+		a, f := r.assess(ctx, e, call)
+		if f != nil {
+			return Result{Code: f.Code, Reason: f.Reason}
+		}
+		ask = ask || a.Confirm
+		st.dangerous = st.dangerous || a.Dangerous
+		if a.Message != "" {
+			msg = a.Message
+		}
+	}
+	if ask {
+		if res, ok := r.confirm(ctx, st, p, msg); !ok {
 			return res
 		}
 	}
 
-	if e.tool.Dangerous {
+	if st.dangerous {
 		r.log.Warn().Str("tool", e.name).Str("call_id", call.ID).Str("caller", call.Caller).
 			Str("origin", call.Origin).RawJSON("arguments", r.auditArguments(st)).Msg("running a dangerous tool")
 	}
@@ -221,13 +233,12 @@ func needsConfirm(e *entry, p *Policy) bool {
 }
 
 // confirm is step 6. Any outcome but a yes is a denial.
-func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy) (Result, bool) {
+func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg string) (Result, bool) {
 	e, call := st.e, st.call
 	ui := r.UI()
 	if ui == nil {
 		return fail(CodeUserRejected, "%s needs a person's confirmation, but no UI is connected to ask (open Ferry's side panel in the browser; `ferry call` cannot confirm)", e.name), false
 	}
-	msg := e.tool.ConfirmMessage
 	if msg == "" {
 		msg = fmt.Sprintf("Allow %s? %s", e.name, e.tool.Description)
 	}
@@ -235,7 +246,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy) (Resul
 	defer cancel()
 	ok, err := ui.Confirm(cctx, ConfirmRequest{
 		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: call.Origin,
-		Message: msg, Dangerous: e.tool.Dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
+		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
 	})
 	switch {
 	case err == nil && ok:
@@ -247,6 +258,25 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy) (Resul
 	default:
 		return fail(CodeUserRejected, "the confirmation of %s could not be asked: %v; treated as a denial", e.name, err), false
 	}
+}
+
+// assess runs Tool.Assess. A panic asks for confirmation rather than failing the
+// call open: the tool could not say the call is safe.
+func (r *Registry) assess(ctx context.Context, e *entry, call *Call) (a Assessment, f *Failure) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", e.name).Interface("panic", p).Msg("assessing a call panicked")
+			a, f = Assessment{Confirm: true, Dangerous: true}, nil
+		}
+	}()
+	a, err := e.tool.Assess(ctx, call)
+	if err != nil {
+		if !errors.As(err, &f) {
+			f = Failf(CodeHandlerError, "%s could not be assessed: %v", e.name, err)
+		}
+		return a, f
+	}
+	return a, nil
 }
 
 type runOutcome struct {

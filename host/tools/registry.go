@@ -300,7 +300,7 @@ type Listing struct {
 	Kind        Kind            `json:"kind"`
 	Dialect     Dialect         `json:"dialect"`
 	Tokens      int             `json:"tokens"`
-	Confirm     bool            `json:"confirm,omitempty"`
+	Confirm     bool            `json:"confirm,omitempty"` // asks a person before every run, or before the runs Assess picks
 	Dangerous   bool            `json:"dangerous,omitempty"`
 	Permissions []string        `json:"permissions,omitempty"`
 	Origin      string          `json:"origin,omitempty"`
@@ -320,7 +320,7 @@ func (e *entry) listing() Listing {
 	return Listing{
 		Name: e.name, ModelName: e.modelName, Description: t.Description, Parameters: e.schema.JSON,
 		Source: t.Source, Kind: t.Kind, Dialect: e.schema.Dialect, Tokens: e.tokens,
-		Confirm: t.Confirm, Dangerous: t.Dangerous, Permissions: t.Permissions,
+		Confirm: t.Confirm || t.Assess != nil, Dangerous: t.Dangerous, Permissions: t.Permissions,
 		Origin: t.Origin, App: t.App, TabID: t.TabID, FrameID: t.FrameID,
 	}
 }

@@ -64,6 +64,13 @@ type Tool struct {
 	// ConfirmMessage is what the person is asked; empty means "Allow <name>?" with
 	// the description.
 	ConfirmMessage string
+	// Assess, when set, judges one call whose risk depends on its arguments or its
+	// target (execute_script in a page the user has or has not trusted): whether a
+	// person must confirm it although neither Confirm nor the policy asks, whether it
+	// is dangerous, and what the person is asked. It runs after the permission and
+	// loop checks, just before the confirmation; an error is the call's result (a
+	// *Failure chooses the code, anything else is HANDLER_ERROR) and nothing runs.
+	Assess func(ctx context.Context, call *Call) (Assessment, error)
 
 	// Origin is the page origin of a page action or capability ("" for builtins);
 	// TabID and FrameID say where a page action lives.
@@ -71,6 +78,14 @@ type Tool struct {
 	TabID   int
 	FrameID int
 	App     string // for capabilities
+}
+
+// Assessment is what Tool.Assess decides for one call. It can only add caution:
+// a call the tool or the policy confirms is confirmed whatever it says.
+type Assessment struct {
+	Confirm   bool
+	Dangerous bool
+	Message   string // what the person is asked; empty keeps ConfirmMessage
 }
 
 // Expectation is the evidence a successful Expect returns; both land in the Result.

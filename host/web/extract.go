@@ -32,8 +32,8 @@ func Extract(src string) Document {
 	if body == nil {
 		body = b.root
 	}
-	prune(body, false)
-	roots := chooseMain(body)
+	prune(body, false, pruner{})
+	roots := chooseMain(body, nil)
 	r := &renderer{}
 	if !containsH1(roots) {
 		// Sites often put the article's <h1> above the <article> or <main>; the title
@@ -264,7 +264,7 @@ func (ch *chooser) softPrune(n *node, inArticle bool) {
 				p.linkLen -= c.linkLen
 				p.commas -= c.commas
 			}
-			unlink(n, prev, c)
+			unlink(n, prev, c, ch.log)
 			c = next
 			continue
 		}
@@ -283,6 +283,7 @@ func (ch *chooser) softPrune(n *node, inArticle bool) {
 type chooser struct {
 	total           int
 	mains, articles []*node
+	log             *[]unlinked // nil unless the caller will undo the pruning
 }
 
 func protectedBlock(n *node, total int) bool {
@@ -309,10 +310,17 @@ func isBlock(a atom.Atom) bool {
 	return false
 }
 
+// pruner says which elements prune drops (web_fetch's dropHard, or a capture's
+// dropCaptured) and where it records the removals when they are to be undone.
+type pruner struct {
+	capture bool
+	log     *[]unlinked
+}
+
 // prune drops what is never content (dropHard) and measures what stays, in one
 // post-order pass: text length, link text length, commas, and flags for <main>,
 // <article>, <h1> and block children.
-func prune(n *node, inContent bool) {
+func prune(n *node, inContent bool, p pruner) {
 	n.textLen, n.linkLen, n.commas, n.flags = 0, 0, 0, 0
 	var prev *node
 	for c := n.first; c != nil; {
@@ -324,12 +332,12 @@ func prune(n *node, inContent bool) {
 			prev, c = c, next
 			continue
 		}
-		if dropHard(c, inContent) {
-			unlink(n, prev, c)
+		if p.capture && dropCaptured(c) || !p.capture && dropHard(c, inContent) {
+			unlink(n, prev, c, p.log)
 			c = next
 			continue
 		}
-		prune(c, inContent || c.a == atom.Article || c.a == atom.Main || c.mainRole)
+		prune(c, inContent || c.a == atom.Article || c.a == atom.Main || c.mainRole, p)
 		n.textLen += c.textLen
 		n.linkLen += c.linkLen
 		n.commas += c.commas
@@ -383,8 +391,8 @@ func linkDensity(n *node) float64 {
 	return float64(n.linkLen) / float64(n.textLen)
 }
 
-func chooseMain(body *node) []*node {
-	ch := &chooser{total: body.textLen}
+func chooseMain(body *node, log *[]unlinked) []*node {
+	ch := &chooser{total: body.textLen, log: log}
 	ch.softPrune(body, false)
 	total := body.textLen
 	if total <= 0 {

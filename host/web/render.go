@@ -17,6 +17,12 @@ type renderer struct {
 	space    bool // white space seen since the last inline byte
 	stack    []container
 	lastList bool // the last block written was inside a list
+
+	// capture renders a browser capture: links with their targets, form controls
+	// with their state, and ⟨selector⟩ marks (capture.go).
+	capture  bool
+	marks    []mark
+	skipMark string // the selector the whole rendering is reported under
 }
 
 type container struct {
@@ -36,6 +42,13 @@ func (r *renderer) walk(n *node) {
 		r.text(n.text)
 		return
 	}
+	if r.capture && r.walkCapture(n) {
+		return
+	}
+	r.element(n)
+}
+
+func (r *renderer) element(n *node) {
 	switch n.a {
 	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
 		r.flush()
@@ -244,6 +257,16 @@ func (r *renderer) block(lead string, t []byte, verbatim bool) {
 		}
 	}
 	r.lastList = inList
+	cont := false
+	if len(r.marks) > 0 {
+		cont = r.writeMarks()
+	}
+	r.lines(lead, t, verbatim, cont)
+}
+
+// lines writes t line by line under the open containers' prefixes, lead before the
+// first; cont continues a block already begun (its first prefixes used).
+func (r *renderer) lines(lead string, t []byte, verbatim, cont bool) {
 	first := true
 	for len(t) > 0 || first {
 		line := t
@@ -255,7 +278,7 @@ func (r *renderer) block(lead string, t []byte, verbatim bool) {
 		if !verbatim {
 			line = bytes.TrimSpace(line)
 		}
-		if !first {
+		if !first || cont {
 			r.out = append(r.out, '\n')
 		}
 		for i := range r.stack {
@@ -340,7 +363,7 @@ func (r *renderer) table(t *node) bool {
 			if c.textLen > 2000 || findFirst(c, func(n *node) bool { return n.a == atom.Table }) != nil {
 				return false
 			}
-			line = append(line, cellText(c))
+			line = append(line, r.cellText(c))
 			for k := int32(1); k < c.colspan; k++ {
 				line = append(line, "")
 			}
@@ -381,8 +404,8 @@ func (r *renderer) table(t *node) bool {
 	return true
 }
 
-func cellText(c *node) string {
-	sub := &renderer{}
+func (r *renderer) cellText(c *node) string {
+	sub := &renderer{capture: r.capture, skipMark: r.skipMark}
 	sub.walkChildren(c)
 	sub.flush()
 	// Blocks inside a cell (paragraphs, list items) become one line.

@@ -30,6 +30,10 @@ type node struct {
 	colspan, start           int32
 	score                    float32
 
+	// x holds what only a browser capture needs (selectors, links, form state);
+	// nil for web_fetch, whose nodes stay small.
+	x *nodeX
+
 	isText       bool
 	drop         bool // hidden, aria-hidden, display:none, or a boilerplate ARIA role
 	mainRole     bool // role=main
@@ -71,8 +75,15 @@ func (n *node) appendChild(c *node) {
 	n.last = c
 }
 
-// unlink removes c, whose previous sibling is prev, from p's children.
-func unlink(p, prev, c *node) {
+// unlinked records one unlink so that it can be undone (see relink).
+type unlinked struct{ p, prev, c *node }
+
+// unlink removes c, whose previous sibling is prev, from p's children, and records
+// the removal in log when there is one.
+func unlink(p, prev, c *node, log *[]unlinked) {
+	if log != nil {
+		*log = append(*log, unlinked{p, prev, c})
+	}
 	if prev == nil {
 		p.first = c.next
 	} else {
@@ -126,6 +137,11 @@ type builder struct {
 	root  *node
 	stack []*node
 	title string
+
+	// capture keeps every attribute a capture renders and gives unknown elements
+	// (custom elements, <ferry-frame>) their names, so that their end tags close them.
+	capture bool
+	xs      []nodeX
 }
 
 func (b *builder) top() *node { return b.stack[len(b.stack)-1] }
@@ -171,8 +187,10 @@ var (
 	never     = func(atom.Atom) bool { return false }
 )
 
-func parseTree(src string) *builder {
-	b := &builder{}
+func parseTree(src string) *builder { return parse(src, false) }
+
+func parse(src string, capture bool) *builder {
+	b := &builder{capture: capture}
 	b.root = b.arena.new()
 	b.root.a = atom.Html
 	b.stack = append(b.stack, b.root)
@@ -221,10 +239,21 @@ func parseTree(src string) *builder {
 			b.implyEnds(a)
 			n := b.arena.new()
 			n.a = a
+			if b.capture {
+				// Boolean attributes (checked, selected, disabled) have no "=".
+				hasAttr = true
+				if a == 0 {
+					name, _ := z.TagName()
+					b.ext(n).tag = string(name)
+				}
+			}
 			for hasAttr {
 				var k, v []byte
 				k, v, hasAttr = z.TagAttr()
 				setAttr(n, k, v)
+				if b.capture {
+					b.setCaptureAttr(n, k, v)
+				}
 			}
 			b.top().appendChild(n)
 			if tt == html.StartTagToken && !voidElements[a] && len(b.stack) < maxDepth {
@@ -243,7 +272,12 @@ func parseTree(src string) *builder {
 				n.a = atom.Br
 				b.top().appendChild(n)
 				continue
-			case atom.Body, atom.Html, 0:
+			case 0:
+				if b.capture {
+					b.closeUnknown(raw)
+				}
+				continue
+			case atom.Body, atom.Html:
 				// Content after </body> still belongs to the body; an unknown
 				// element's end tag has no atom to match, so it is ignored.
 				continue

@@ -1,0 +1,317 @@
+// Package browser holds the host's browser tools: tabs, page content, page scripts,
+// and generic interaction with pages that declare no actions of their own. Each tool
+// is an ordinary registry tool (one pipeline, one audit log); its Run asks the
+// extension's service worker to do the browser part through the browser.* methods
+// of protocol/BROWSER.md, and maps their -32010 error reasons to result codes by that
+// document's table.
+//
+// For the agent runtime: browser_screenshot's result carries the image as
+// result.image = {data_url, width, height, bytes, mime_type} (see Image and
+// ImageFromResult). The agent loop must turn it into an image part for models that
+// take images, drop the data URL from the text it sends, and tell a text-only model
+// that an image was left out.
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/host/web"
+	"github.com/ferryhq/ferry/protocol"
+)
+
+// Browser sends one request to the extension. It returns ErrNoBrowser when no
+// extension is connected, and the *protocol.Error of a JSON-RPC error answer as is.
+type Browser interface {
+	Call(ctx context.Context, method string, params, result any) error
+}
+
+// Connected is optionally implemented by a Browser that can tell, without a round
+// trip, whether an extension is connected; tools.list then shows the browser tools
+// as unavailable while none is.
+type Connected interface {
+	Connected() bool
+}
+
+// ErrNoBrowser is what a Browser returns when no extension is connected.
+var ErrNoBrowser = errors.New("no browser is connected")
+
+// NoBrowserReason is the reason every browser tool gives while no extension is
+// connected (a `ferry call`, a `ferry run` without a browser).
+const NoBrowserReason = "no browser is connected: open Chrome with the Ferry extension, or use the side panel"
+
+// ConnBrowser reaches the extension over the connection conn returns at the time of
+// each call (the host's Conn method); a nil function or a nil connection means no
+// browser.
+func ConnBrowser(conn func() *protocol.Conn) Browser { return connBrowser{conn} }
+
+type connBrowser struct{ conn func() *protocol.Conn }
+
+func (c connBrowser) current() *protocol.Conn {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn()
+}
+
+func (c connBrowser) Call(ctx context.Context, method string, params, result any) error {
+	conn := c.current()
+	if conn == nil {
+		return ErrNoBrowser
+	}
+	return conn.Call(ctx, method, params, result)
+}
+
+func (c connBrowser) Connected() bool { return c.current() != nil }
+
+// Settings reads stored settings; *storage.DB satisfies it.
+type Settings = web.Settings
+
+// Summarizer distils page content through the configured model (get_tab_content's
+// prompt); the same interface as web_fetch's.
+type Summarizer = web.Summarizer
+
+// Deps is what the browser tools need from the host.
+type Deps struct {
+	Browser    Browser    // nil: no browser, ever (the tools are listed as unavailable)
+	Settings   Settings   // nil: every setting at its default
+	Summarizer Summarizer // nil: get_tab_content's prompt fails saying no model is configured
+
+	// wait replaces every browser request's bound in tests, unexported so that
+	// production code always gets the real ones.
+	wait time.Duration
+}
+
+// Settings keys this package registers.
+const (
+	SettingScriptsAutoApprove  = "browser.scripts_auto_approve_origins"
+	SettingAllowNavigate       = "browser.allow_navigate"
+	SettingScreenshotMaxBytes  = "browser.screenshot_max_bytes"
+	SettingContentMaxLength    = "browser.content_max_length"
+	defaultScreenshotMaxBytes  = 1 << 20
+	defaultContentMaxLength    = 100000
+	minScreenshotMaxBytes      = 16 << 10
+	maxScreenshotMaxBytesLimit = 16 << 20
+)
+
+func init() {
+	config.Register(config.Setting{
+		Key: SettingScriptsAutoApprove,
+		Description: "comma-separated origins (https://example.com) where execute_script runs page scripts without asking; " +
+			"elsewhere a person confirms each one",
+		Default: "",
+		Validate: func(v string) error {
+			_, err := parseOrigins(v)
+			return err
+		},
+	})
+	config.Register(config.Setting{
+		Key:         SettingAllowNavigate,
+		Description: "let the agent navigate tabs with browser_navigate (a write: off unless allowed)",
+		Default:     "false",
+		Validate:    config.OneOf("true", "false"),
+	})
+	config.Register(config.Setting{
+		Key:         SettingScreenshotMaxBytes,
+		Description: "bytes a browser_screenshot image may have; a larger one is taken again smaller (width, JPEG quality)",
+		Default:     strconv.Itoa(defaultScreenshotMaxBytes),
+		Validate:    config.IntRange(minScreenshotMaxBytes, maxScreenshotMaxBytesLimit),
+	})
+	config.Register(config.Setting{
+		Key:         SettingContentMaxLength,
+		Description: "characters of content get_tab_content returns when a call gives no max_length (0: no limit)",
+		Default:     strconv.Itoa(defaultContentMaxLength),
+		Validate:    config.IntRange(0, 1<<30),
+	})
+}
+
+// parseOrigins reads the auto-approve list: each entry an origin, normalised.
+func parseOrigins(v string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		u, err := url.Parse(part)
+		o, ok := origin(part)
+		if err != nil || !ok || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%q is not an origin like https://example.com (http or https, no path)", part)
+		}
+		out[o] = true
+	}
+	return out, nil
+}
+
+// origin is a URL's origin (scheme://host[:port], lower case, default port
+// dropped), for http and https URLs only: other pages have no origin a person
+// could have trusted.
+func origin(raw string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+		port = ""
+	}
+	o := strings.ToLower(u.Scheme) + "://" + host
+	if port != "" {
+		o += ":" + port
+	}
+	return o, true
+}
+
+func (d Deps) setting(ctx context.Context, key, def string) string {
+	if d.Settings == nil {
+		return def
+	}
+	v, ok, err := d.Settings.GetSetting(ctx, key)
+	if err != nil || !ok {
+		// An unreadable setting falls back to its default, which is always the
+		// cautious value (no auto-approval, no navigation).
+		return def
+	}
+	if s, err := config.Lookup(key); err == nil && s.Check(v) != nil {
+		return def
+	}
+	return v
+}
+
+func (d Deps) intSetting(ctx context.Context, key string, def int) int {
+	n, err := strconv.Atoi(d.setting(ctx, key, strconv.Itoa(def)))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// available is every browser tool's precondition.
+func (d Deps) available(ctx context.Context, call *tools.Call) (bool, string) {
+	if d.Browser == nil {
+		return false, NoBrowserReason
+	}
+	if c, ok := d.Browser.(Connected); ok && !c.Connected() {
+		return false, NoBrowserReason
+	}
+	return true, ""
+}
+
+// ErrorCode is the JSON-RPC error code of a browser method that could not do its
+// work; data.reason says why.
+const ErrorCode = -32010
+
+// errorData is the data of a -32010 error.
+type errorData struct {
+	Reason  string `json:"reason"`
+	URL     string `json:"url"`
+	Origin  string `json:"origin"`
+	State   string `json:"state"`
+	Message string `json:"message"`
+	Stack   string `json:"stack"`
+}
+
+// callTimeout bounds one request to the extension unless a tool sets its own: a
+// service worker that Chrome restarted mid-call never answers, and the call must
+// end with a clear error rather than wait.
+const callTimeout = 30 * time.Second
+
+// toolTimeout is the pipeline's bound on a tool whose browser request is bounded
+// by wait: a little more, so that the browser's own timeout error is the one the
+// caller sees.
+func toolTimeout(wait time.Duration) time.Duration { return wait + 10*time.Second }
+
+// call sends one request and maps every failure to a tool result code.
+func (d Deps) call(ctx context.Context, method string, params, result any, wait time.Duration) error {
+	if d.Browser == nil {
+		return tools.Failf(tools.CodeActionUnavailable, "%s", NoBrowserReason)
+	}
+	if d.wait > 0 {
+		wait = d.wait
+	}
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err := d.Browser.Call(cctx, method, params, result)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrNoBrowser) {
+		return tools.Failf(tools.CodeActionUnavailable, "%s", NoBrowserReason)
+	}
+	var perr *protocol.Error
+	if errors.As(err, &perr) {
+		return mapError(method, perr)
+	}
+	if ctx.Err() == nil && cctx.Err() != nil {
+		return tools.Failf(tools.CodeTimeout, "the browser did not answer %s within %s (the extension's service worker may have been restarted); it may have had effects: check before retrying", method, wait)
+	}
+	if c, ok := d.Browser.(Connected); ok && !c.Connected() {
+		return tools.Failf(tools.CodeHandlerError, "the browser disconnected during %s; it may have had effects: check before retrying", method)
+	}
+	return tools.Failf(tools.CodeHandlerError, "%s failed: %v", method, err)
+}
+
+// mapError is BROWSER.md's table: the extension's message is kept, with what the
+// agent should do next where the reason implies it.
+func mapError(method string, perr *protocol.Error) error {
+	msg := strings.TrimSpace(perr.Message)
+	if msg == "" {
+		msg = method + " failed"
+	}
+	if perr.Code != ErrorCode {
+		return tools.Failf(tools.CodeHandlerError, "%s: %s", method, msg)
+	}
+	var d errorData
+	if perr.Data != nil {
+		raw, err := json.Marshal(perr.Data)
+		if err == nil {
+			json.Unmarshal(raw, &d)
+		}
+	}
+	with := func(label, v string) string {
+		if v == "" || strings.Contains(msg, v) {
+			return msg
+		}
+		return msg + " (" + label + v + ")"
+	}
+	switch d.Reason {
+	case "no_tab":
+		return tools.Failf(tools.CodeActionUnavailable, "%s; list_tabs shows the open tabs", msg)
+	case "restricted_page":
+		return tools.Failf(tools.CodeActionUnavailable, "%s: the browser does not let extensions work in this page", with("", d.URL))
+	case "no_permission":
+		return tools.Failf(tools.CodePermissionDenied, "%s", with("origin ", d.Origin))
+	case "stale_ref":
+		return tools.Failf(tools.CodeActionUnavailable, "%s: the page changed since that snapshot; take a new browser_snapshot and use a ref from it", msg)
+	case "no_element":
+		return tools.Failf(tools.CodeActionUnavailable, "%s", msg)
+	case "element_state":
+		return tools.Failf(tools.CodeActionUnavailable, "%s", with("", d.State))
+	case "invalid":
+		return tools.Failf(tools.CodeInvalidParams, "%s", msg)
+	case "timeout":
+		return tools.Failf(tools.CodeTimeout, "%s; it may have had effects: check before retrying", msg)
+	case "script_error":
+		text := msg
+		if d.Message != "" && !strings.Contains(msg, d.Message) {
+			text = msg + ": " + d.Message
+		}
+		if d.Stack != "" {
+			text += "\n" + d.Stack
+		}
+		return tools.Failf(tools.CodeHandlerError, "%s", text)
+	}
+	return tools.Failf(tools.CodeHandlerError, "%s", msg)
+}

@@ -1,0 +1,149 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/host/web"
+)
+
+// ContentResult is get_tab_content's result.
+type ContentResult struct {
+	TabID        int    `json:"tab_id"`
+	URL          string `json:"url"`
+	Title        string `json:"title"`
+	Content      string `json:"content"`
+	Truncated    bool   `json:"truncated"`
+	UsedSelector string `json:"used_selector"`
+	Summarized   bool   `json:"summarized,omitempty"`
+}
+
+// capture is browser.page.capture's result.
+type capture struct {
+	TabID        int             `json:"tab_id"`
+	URL          string          `json:"url"`
+	Title        string          `json:"title"`
+	HTML         string          `json:"html"`
+	UsedSelector string          `json:"used_selector"`
+	Frames       json.RawMessage `json:"frames"`
+}
+
+// Convert renders a capture's simplified HTML as Markdown with ⟨selector⟩ marks
+// (see get_tab_content's description). selector is the one the capture was taken
+// with; without one the main content is picked and its selector returned.
+func Convert(html, selector string) (markdown, usedSelector string) {
+	c := web.ConvertCapture(html, selector)
+	return c.Markdown, c.Selector
+}
+
+// captureWait covers a capture of a very large page: the DOM walk in the page and
+// up to 64 MiB over native messaging.
+const captureWait = 60 * time.Second
+
+// The pipeline's bound covers the capture and a model call for prompt.
+const contentTimeout = 3 * time.Minute
+
+const contentDescription = "Read a tab's page as the browser has rendered it (dynamic content included, hidden elements left out; " +
+	"open shadow roots and same-origin frames included) as Markdown. web_fetch makes a new HTTP request instead. " +
+	"Without selector the page's main content is picked and used_selector says which element it was. " +
+	"The Markdown carries short CSS selectors in ⟨…⟩ marks that you can pass back as selector here, or to browser_click, " +
+	"browser_type, browser_select and browser_scroll: a mark at the end of a line addresses that heading or paragraph " +
+	"(\"## Pricing ⟨#pricing⟩\"); a mark right after a link or form control addresses it (\"[Buy](/buy)⟨#buy⟩\", " +
+	"\"[input name=q value=\\\"shoes\\\"]⟨#q⟩\"); a line holding only a mark addresses the block that follows (a section, list, table, form). " +
+	"Form controls show as [input …], [textarea …], [select … options=[…]], [button text=…], [checkbox … checked]; frames as [frame src=…] … [/frame]. " +
+	"With prompt, the content is summarised by the model following the prompt."
+
+func (d Deps) getTabContent() tools.Tool {
+	return tools.Tool{
+		Name:        "get_tab_content",
+		Description: contentDescription,
+		Parameters: json.RawMessage(`{"type":"object","properties":{
+  "tab_id":` + tabIDOptional + `,
+  "selector":{"type":"string","minLength":1,"description":"CSS selector of the part to read, e.g. one from a ⟨…⟩ mark of an earlier call; default: the main content"},
+  "prompt":{"type":"string","minLength":1,"description":"when given, what to extract or summarise; the model's answer is returned as content"},
+  "max_length":{"type":"integer","minimum":1,"description":"maximum characters of content; longer content is cut and truncated is true (default: the setting ` + SettingContentMaxLength + `, 100000)"}
+},"additionalProperties":false}`),
+		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: contentTimeout,
+		Available: d.available,
+		Run: func(ctx context.Context, call *tools.Call) (any, error) {
+			var args struct {
+				TabID     *int   `json:"tab_id"`
+				Selector  string `json:"selector"`
+				Prompt    string `json:"prompt"`
+				MaxLength *int   `json:"max_length"`
+			}
+			if err := call.Decode(&args); err != nil {
+				return nil, tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
+			}
+			if args.Prompt != "" && d.Summarizer == nil {
+				return nil, noModel()
+			}
+			params := map[string]any{}
+			if args.TabID != nil {
+				params["tab_id"] = *args.TabID
+			} else if call.TabID > 0 {
+				params["tab_id"] = call.TabID
+			}
+			if args.Selector != "" {
+				params["selector"] = args.Selector
+			}
+			var c capture
+			if err := d.call(ctx, "browser.page.capture", params, &c, captureWait); err != nil {
+				return nil, err
+			}
+			res := &ContentResult{TabID: c.TabID, URL: c.URL, Title: c.Title}
+			sel := c.UsedSelector
+			if sel == "" {
+				sel = args.Selector
+			}
+			res.Content, res.UsedSelector = Convert(c.HTML, sel)
+
+			limit := d.intSetting(ctx, SettingContentMaxLength, defaultContentMaxLength)
+			if args.Prompt != "" {
+				in, cut := truncateRunes(res.Content, limit)
+				sum, err := d.Summarizer.Summarize(ctx, args.Prompt, in)
+				if errors.Is(err, web.ErrNoModel) {
+					return nil, noModel()
+				}
+				if err != nil {
+					return nil, tools.Failf(tools.CodeHandlerError, "summarising the page through the model: %v", err)
+				}
+				res.Content, res.Summarized, res.Truncated = sum, true, cut
+			}
+			if args.MaxLength != nil {
+				limit = *args.MaxLength
+			}
+			var cut bool
+			res.Content, cut = truncateRunes(res.Content, limit)
+			res.Truncated = res.Truncated || cut
+			return res, nil
+		},
+	}
+}
+
+func noModel() error {
+	return tools.Failf(tools.CodeActionUnavailable,
+		"prompt needs a model to summarise with, and no model provider is configured; add one with `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin --default`, or call get_tab_content without prompt")
+}
+
+// truncateRunes keeps at most n code points of s; n <= 0 means no limit.
+func truncateRunes(s string, n int) (string, bool) {
+	if n <= 0 || len(s) <= n {
+		return s, false
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s, false
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos], true
+		}
+		i++
+	}
+	return s, false
+}

@@ -1,0 +1,138 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ferryhq/ferry/host/tools"
+)
+
+const (
+	defaultScriptTimeout = 30 * time.Second
+	maxScriptTimeout     = 120 * time.Second
+	// assessWait bounds the look-up of the target page's origin before the
+	// confirmation.
+	assessWait = 10 * time.Second
+)
+
+// ScriptResult is execute_script's result: the value made JSON-safe by the
+// extension, and its JavaScript type.
+type ScriptResult struct {
+	Value json.RawMessage `json:"value"`
+	Type  string          `json:"type"`
+}
+
+type scriptArgs struct {
+	Code           string `json:"code"`
+	Target         string `json:"target"`
+	TabID          *int   `json:"tab_id"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+}
+
+func (a *scriptArgs) tab(call *tools.Call) (int, bool) {
+	if a.TabID != nil {
+		return *a.TabID, true
+	}
+	if call.TabID > 0 {
+		return call.TabID, true
+	}
+	return 0, false
+}
+
+func (d Deps) executeScript() tools.Tool {
+	return tools.Tool{
+		Name: "execute_script",
+		Description: "Run JavaScript and return its value (JSON-safe: depth ≤ 10, ≤ 1 MiB; DOM nodes described) and type. " +
+			"target \"page\" runs in the page's own JavaScript world (the MAIN world, sharing window with the page): read or change the DOM, " +
+			"call the page's functions, read its variables; a person confirms it unless they allowed scripts for that site. " +
+			"target \"sandbox\" runs in an isolated extension sandbox with no DOM, no page and no extension APIs: pure computation. " +
+			"The code is the body of an async function: use return for the value, await is allowed. " +
+			"A script that throws fails with its message and stack. At the timeout a sandbox script is stopped; a page script cannot be, and may go on.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{
+  "code":{"type":"string","minLength":1,"description":"JavaScript: the body of an async function; return the value you want"},
+  "target":{"type":"string","enum":["page","sandbox"],"description":"page: in the tab's page (MAIN world); sandbox: isolated, no DOM"},
+  "tab_id":{"type":"integer","minimum":0,"description":"for target page: the tab; default: the tab the conversation belongs to, else the active tab. Ignored for sandbox"},
+  "timeout_seconds":{"type":"integer","minimum":1,"maximum":120,"default":30,"description":"how long the script may run"}
+},"required":["code","target"],"additionalProperties":false}`),
+		Source:    tools.SourceBuiltin,
+		Kind:      tools.KindWrite,
+		Timeout:   toolTimeout(maxScriptTimeout),
+		Available: d.available,
+		Assess:    d.assessScript,
+		Run: func(ctx context.Context, call *tools.Call) (any, error) {
+			var a scriptArgs
+			if err := call.Decode(&a); err != nil {
+				return nil, tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
+			}
+			wait := defaultScriptTimeout
+			if a.TimeoutSeconds > 0 {
+				wait = time.Duration(a.TimeoutSeconds) * time.Second
+			}
+			params := map[string]any{"code": a.Code, "target": a.Target, "timeout_ms": wait.Milliseconds()}
+			if tab, ok := a.tab(call); ok && a.Target == "page" {
+				params["tab_id"] = tab
+			}
+			var out ScriptResult
+			// The extension enforces wait; the margin lets its timeout answer arrive
+			// before the host gives up on the round trip.
+			err := d.call(ctx, "browser.script.execute", params, &out, wait+5*time.Second)
+			var f *tools.Failure
+			if errors.As(err, &f) && f.Code == tools.CodeTimeout {
+				if a.Target == "sandbox" {
+					return nil, tools.Failf(tools.CodeTimeout, "the sandbox script did not finish within %s and was stopped", wait)
+				}
+				return nil, tools.Failf(tools.CodeTimeout, "the page script did not finish within %s; a page's code cannot be stopped, so it may go on running and have effects: check the page before retrying", wait)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(out.Value) == 0 {
+				out.Value = json.RawMessage("null")
+			}
+			return out, nil
+		},
+	}
+}
+
+// assessScript asks a person before a page script unless its page's origin is in
+// browser.scripts_auto_approve_origins. A page script is always dangerous: it runs
+// with the page's own powers, as the signed-in person.
+func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessment, error) {
+	var a scriptArgs
+	if err := call.Decode(&a); err != nil {
+		return tools.Assessment{}, tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
+	}
+	if a.Target != "page" {
+		return tools.Assessment{}, nil
+	}
+	params := map[string]any{}
+	if tab, ok := a.tab(call); ok {
+		params["tab_id"] = tab
+	}
+	var info struct {
+		TabID int    `json:"tab_id"`
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	}
+	if err := d.call(ctx, "browser.page.info", params, &info, assessWait); err != nil {
+		return tools.Assessment{}, err
+	}
+	o, ok := origin(info.URL)
+	trusted, _ := parseOrigins(d.setting(ctx, SettingScriptsAutoApprove, ""))
+	if ok && trusted[o] {
+		return tools.Assessment{Dangerous: true}, nil
+	}
+	where := o
+	if !ok {
+		where = info.URL
+	}
+	return tools.Assessment{
+		Confirm:   true,
+		Dangerous: true,
+		Message: fmt.Sprintf("Run this script in %s (tab %d, %q)? It runs as the page itself: it can read what you see there and act as you. "+
+			"To stop being asked for this site, add %s to the setting %s.", where, info.TabID, info.Title, where, SettingScriptsAutoApprove),
+	}, nil
+}

@@ -1,0 +1,610 @@
+package web
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/html/atom"
+)
+
+// This file renders what the browser extension captured of a rendered page (the
+// browser tools' get_tab_content) with the same tree, main-content choice and
+// Markdown writer as web_fetch, plus what an agent acting on the page needs: link
+// targets, form controls with their state, and the short CSS selectors the capture
+// put in data-ferry-sel, written as ⟨selector⟩ marks:
+//
+//   - a mark at the end of a line (a heading, a paragraph) addresses the element
+//     that line renders: "## Pricing ⟨#pricing⟩";
+//   - a mark right after a link or a form control addresses that element:
+//     "[Buy now](/buy)⟨#buy⟩", "[input name=q value=\"shoes\"]⟨#q⟩";
+//   - a line holding only a mark addresses the block that starts on the next line
+//     (a section, list, table, form, frame …).
+//
+// ⟨ and ⟩ (U+27E8, U+27E9) almost never occur in page text, so a mark cannot be
+// mistaken for content; a selector that contains either, a line break, or more than
+// MaxMarkedSelector bytes is left unmarked rather than written ambiguously.
+
+// CaptureSelectorAttr is the attribute in which a capture carries each element's
+// short unique CSS selector.
+const CaptureSelectorAttr = "data-ferry-sel"
+
+// MaxMarkedSelector bounds the selectors written as marks: a long one costs the
+// model more to read than it saves.
+const MaxMarkedSelector = 200
+
+// Capture is a captured page as Markdown.
+type Capture struct {
+	Markdown string
+	// Selector addresses what was rendered when the main content was picked: the
+	// data-ferry-sel of the chosen element (of their parent when several siblings
+	// were kept); "body" when the whole page was kept or nothing closer carries one.
+	Selector string
+}
+
+// ConvertCapture renders a capture's simplified HTML as Markdown with ⟨selector⟩
+// marks. selector is the one the capture was taken with: the whole capture is then
+// rendered, and its own element is not marked again. Without one the main content
+// is chosen as web_fetch chooses it (navigation, asides, boilerplate-named blocks
+// set aside first), and the chosen part is rendered whole, forms and navigation
+// inside it included.
+func ConvertCapture(src, selector string) Capture {
+	if !utf8.ValidString(src) {
+		src = strings.ToValidUTF8(src, "\uFFFD")
+	}
+	b := parse(src, true)
+	body := captureBody(b.root)
+	roots := []*node{body}
+	sel := selector
+	if sel == "" {
+		// The choice prunes the tree the way web_fetch does; undoing the removals
+		// afterwards gives the chosen part back whole for rendering.
+		var log []unlinked
+		prune(body, false, pruner{log: &log})
+		roots = chooseMain(body, &log)
+		relink(log)
+		sel = rootSelector(roots, body)
+	}
+	r := &renderer{capture: true, skipMark: sel}
+	for _, n := range roots {
+		prune(n, false, pruner{capture: true})
+		r.walk(n)
+	}
+	r.flush()
+	return Capture{Markdown: strings.TrimSpace(string(r.out)), Selector: sel}
+}
+
+// nodeX is what a capture keeps of an element beyond what web_fetch needs.
+type nodeX struct {
+	tag                                    string // name of an element the atom table does not know
+	sel, href, src, alt, value, typ, name  string
+	placeholder, label, title              string
+	hasValue, checked, selected, disabled  bool
+	readonly, required, multiple, isHidden bool
+}
+
+func (b *builder) ext(n *node) *nodeX {
+	if n.x == nil {
+		if len(b.xs) == 0 {
+			b.xs = make([]nodeX, 256)
+		}
+		n.x = &b.xs[0]
+		b.xs = b.xs[1:]
+	}
+	return n.x
+}
+
+func (b *builder) setCaptureAttr(n *node, k, v []byte) {
+	switch string(k) {
+	case CaptureSelectorAttr:
+		b.ext(n).sel = strings.TrimSpace(string(v))
+	case "href":
+		b.ext(n).href = strings.TrimSpace(string(v))
+	case "src":
+		b.ext(n).src = strings.TrimSpace(string(v))
+	case "alt":
+		b.ext(n).alt = string(v)
+	case "value":
+		x := b.ext(n)
+		x.value, x.hasValue = string(v), true
+	case "type":
+		b.ext(n).typ = strings.ToLower(strings.TrimSpace(string(v)))
+	case "name":
+		b.ext(n).name = string(v)
+	case "placeholder":
+		b.ext(n).placeholder = string(v)
+	case "aria-label":
+		b.ext(n).label = string(v)
+	case "title":
+		b.ext(n).title = string(v)
+	case "checked":
+		b.ext(n).checked = true
+	case "selected":
+		b.ext(n).selected = true
+	case "disabled":
+		b.ext(n).disabled = true
+	case "readonly":
+		b.ext(n).readonly = true
+	case "required":
+		b.ext(n).required = true
+	case "multiple":
+		b.ext(n).multiple = true
+	case "hidden":
+		b.ext(n).isHidden = true
+	case "style":
+		if styleHides(v) {
+			b.ext(n).isHidden = true
+		}
+	}
+}
+
+// closeUnknown closes the nearest open element of an end tag's name, for the
+// elements the atom table does not know (custom elements hosting shadow roots,
+// <ferry-frame>), whose end tags web_fetch ignores.
+func (b *builder) closeUnknown(raw []byte) {
+	name := bytes.ToLower(bytes.TrimSpace(bytes.Trim(raw, "</>")))
+	if i := bytes.IndexAny(name, " \t\n\r\f/"); i >= 0 {
+		name = name[:i]
+	}
+	for i := len(b.stack) - 1; i > 0; i-- {
+		if n := b.stack[i]; n.a == 0 && n.x != nil && n.x.tag == string(name) {
+			b.stack = b.stack[:i]
+			return
+		}
+	}
+}
+
+// relink undoes the removals in log, last first, which restores the tree exactly.
+func relink(log []unlinked) {
+	for i := len(log) - 1; i >= 0; i-- {
+		u := log[i]
+		u.c.parent = u.p
+		if u.prev == nil {
+			u.c.next = u.p.first
+			u.p.first = u.c
+		} else {
+			u.c.next = u.prev.next
+			u.prev.next = u.c
+		}
+		if u.c.next == nil {
+			u.p.last = u.c
+		}
+	}
+}
+
+func captureBody(root *node) *node {
+	for c := root.first; c != nil; c = c.next {
+		switch c.a {
+		case atom.Body:
+			return c
+		case atom.Html:
+			for cc := c.first; cc != nil; cc = cc.next {
+				if cc.a == atom.Body {
+					return cc
+				}
+			}
+			return c
+		}
+	}
+	return root
+}
+
+func rootSelector(roots []*node, body *node) string {
+	n := roots[0]
+	if len(roots) > 1 {
+		n = n.parent
+	}
+	for ; n != nil; n = n.parent {
+		if n.x != nil && n.x.sel != "" {
+			return n.x.sel
+		}
+		if n == body {
+			break
+		}
+	}
+	return "body"
+}
+
+// dropCaptured is what a capture never renders. The extension already left out
+// hidden elements and scripts; this is the guard for what slips through.
+func dropCaptured(n *node) bool {
+	switch n.a {
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Head,
+		atom.Link, atom.Meta, atom.Base, atom.Datalist, atom.Param, atom.Source,
+		atom.Track, atom.Object, atom.Embed, atom.Canvas, atom.Audio, atom.Video, atom.Map:
+		return true
+	case atom.Input:
+		if n.x != nil && n.x.typ == "hidden" {
+			return true
+		}
+	}
+	return n.x != nil && n.x.isHidden
+}
+
+type mark struct {
+	sel   string
+	depth int // containers open when the marked block began
+	used  bool
+}
+
+func markable(sel string) string {
+	if sel == "" || len(sel) > MaxMarkedSelector || strings.ContainsAny(sel, "⟨⟩\n\r") {
+		return ""
+	}
+	return sel
+}
+
+// markedBlock lists the blocks that get a mark line of their own; other blocks are
+// reached through their headings, paragraphs and controls.
+func markedBlock(a atom.Atom) bool {
+	switch a {
+	case atom.Section, atom.Article, atom.Main, atom.Nav, atom.Aside, atom.Header,
+		atom.Footer, atom.Form, atom.Table, atom.Ul, atom.Ol, atom.Dl, atom.Figure,
+		atom.Fieldset, atom.Details, atom.Dialog, atom.Blockquote, atom.Pre:
+		return true
+	}
+	return false
+}
+
+// writeMarks writes the pending marks of the blocks about to start, each on its own
+// line under the prefixes of the containers open when its block began, and says
+// whether it wrote any.
+func (r *renderer) writeMarks() bool {
+	wrote := false
+	for i := range r.marks {
+		m := &r.marks[i]
+		if m.used {
+			continue
+		}
+		m.used = true
+		if wrote {
+			r.out = append(r.out, '\n')
+		}
+		for j := 0; j < m.depth && j < len(r.stack); j++ {
+			c := &r.stack[j]
+			if !c.used {
+				r.out = append(r.out, c.first...)
+				c.used = true
+			} else {
+				r.out = append(r.out, c.rest...)
+			}
+		}
+		r.out = append(r.out, "⟨"...)
+		r.out = append(r.out, m.sel...)
+		r.out = append(r.out, "⟩"...)
+		wrote = true
+	}
+	return wrote
+}
+
+func (r *renderer) appendMark(sel string) {
+	if sel != "" {
+		r.inl = append(r.inl, "⟨"...)
+		r.inl = append(r.inl, sel...)
+		r.inl = append(r.inl, "⟩"...)
+	}
+}
+
+// trailMark ends the pending line with a mark, when there is a line.
+func (r *renderer) trailMark(sel string) {
+	if sel == "" || len(bytes.TrimSpace(r.inl)) == 0 {
+		return
+	}
+	r.inl = append(trimRightSpace(r.inl), ' ')
+	r.appendMark(sel)
+	r.space = false
+}
+
+// spaceBefore writes the white space pending before an inline element.
+func (r *renderer) spaceBefore() {
+	if r.space && len(r.inl) > 0 && r.inl[len(r.inl)-1] != '\n' {
+		r.inl = append(r.inl, ' ')
+	}
+	r.space = false
+}
+
+// walkCapture renders what a capture shows differently from web_fetch, and says
+// whether it did.
+func (r *renderer) walkCapture(n *node) bool {
+	x := n.x
+	if x == nil {
+		x = &nodeX{}
+	}
+	sel := markable(x.sel)
+	if sel == r.skipMark {
+		sel = ""
+	}
+	switch n.a {
+	case atom.Label:
+		// Each label with its control on a line of its own, as forms are read.
+		r.flush()
+		r.walkChildren(n)
+		r.flush()
+		return true
+	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6:
+		r.flush()
+		r.walkChildren(n)
+		r.trailMark(sel)
+		if t := r.takeBytes(); len(t) > 0 {
+			for i, c := range t {
+				if c == '\n' {
+					t[i] = ' '
+				}
+			}
+			r.block("######"[:n.a.String()[1]-'0']+" ", t, false)
+		}
+		return true
+	case atom.P:
+		r.flush()
+		r.walkChildren(n)
+		r.trailMark(sel)
+		r.flush()
+		return true
+	case atom.A:
+		r.link(n, x, sel)
+		return true
+	case atom.Img:
+		if alt := collapse(x.alt); alt != "" {
+			r.spaceBefore()
+			r.inl = append(r.inl, "!["...)
+			r.inl = append(r.inl, alt...)
+			r.inl = append(r.inl, ']')
+			if src := linkTarget(x.src); src != "" && len(src) <= 500 && (strings.HasPrefix(src, "http") || strings.HasPrefix(src, "/")) {
+				r.inl = append(r.inl, '(')
+				r.inl = append(r.inl, src...)
+				r.inl = append(r.inl, ')')
+			}
+		}
+		return true
+	case atom.Input, atom.Button, atom.Select, atom.Textarea:
+		if c := control(n, x); c != "" {
+			r.spaceBefore()
+			r.inl = append(r.inl, c...)
+			r.appendMark(sel)
+		}
+		return true
+	case atom.Option, atom.Optgroup:
+		return true // rendered by their <select>
+	case atom.Iframe:
+		r.flush()
+		line := "[iframe" + attr("src", linkTarget(x.src)) + " (another origin: not captured)]"
+		if sel != "" {
+			line += "⟨" + sel + "⟩"
+		}
+		r.block("", []byte(line), true)
+		return true
+	case 0:
+		if x.tag == "ferry-frame" {
+			r.flush()
+			line := "[frame" + attr("src", linkTarget(x.src)) + "]"
+			if sel != "" {
+				line += "⟨" + sel + "⟩"
+			}
+			r.block("", []byte(line), true)
+			r.walkChildren(n)
+			r.flush()
+			r.block("", []byte("[/frame]"), true)
+			return true
+		}
+		return false
+	}
+	if sel != "" && markedBlock(n.a) {
+		r.flush()
+		i := len(r.marks)
+		r.marks = append(r.marks, mark{sel: sel, depth: len(r.stack)})
+		r.element(n)
+		r.flush()
+		r.marks = r.marks[:i]
+		return true
+	}
+	return false
+}
+
+// link writes [text](target)⟨selector⟩; a link wrapped around blocks (a card) has
+// its blocks rendered and the link written after them.
+func (r *renderer) link(n *node, x *nodeX, sel string) {
+	href := linkTarget(x.href)
+	if strings.HasPrefix(href, "#") && n.textLen <= 4 && permalinkSymbol(innerText(n)) {
+		return
+	}
+	if n.flags&hasBlockChild != 0 {
+		r.walkChildren(n)
+		if href != "" || sel != "" {
+			r.spaceBefore()
+			r.inl = append(r.inl, "[↗]"...)
+			if href != "" {
+				r.inl = append(r.inl, '(')
+				r.inl = append(r.inl, href...)
+				r.inl = append(r.inl, ')')
+			}
+			r.appendMark(sel)
+		}
+		return
+	}
+	if href == "" && sel == "" {
+		r.walkChildren(n)
+		return
+	}
+	r.spaceBefore()
+	start := len(r.inl)
+	r.inl = append(r.inl, '[')
+	r.walkChildren(n)
+	if len(r.inl) <= start || r.inl[start] != '[' {
+		return // a block inside flushed the line
+	}
+	text := bytes.TrimSpace(r.inl[start+1:])
+	if len(text) == 0 {
+		label := collapse(x.label)
+		if label == "" {
+			label = collapse(x.title)
+		}
+		if label == "" {
+			label = "link"
+		}
+		r.inl = append(r.inl[:start+1], label...)
+	} else {
+		r.inl = append(r.inl[:start+1], text...)
+	}
+	r.space = false
+	r.inl = append(r.inl, ']')
+	if href != "" {
+		r.inl = append(r.inl, '(')
+		r.inl = append(r.inl, href...)
+		r.inl = append(r.inl, ')')
+	}
+	r.appendMark(sel)
+}
+
+// linkTarget is a link's target as written in Markdown: javascript: and data: URLs
+// say nothing a reader can use, and white space or parentheses would end it early.
+func linkTarget(href string) string {
+	l := strings.ToLower(href)
+	if href == "" || strings.HasPrefix(l, "javascript:") || strings.HasPrefix(l, "data:") || len(href) > 2048 {
+		return ""
+	}
+	if strings.ContainsAny(href, " \t\n\r()<>") {
+		href = strings.NewReplacer(" ", "%20", "\t", "", "\n", "", "\r", "", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E").Replace(href)
+	}
+	return href
+}
+
+// maxValue bounds a form value or option list written into a control.
+const maxValue = 300
+
+// attr writes " key=value", quoting the value unless it is a plain word; nothing
+// for an empty value.
+func attr(key, v string) string {
+	if v == "" {
+		return ""
+	}
+	if n := utf8.RuneCountInString(v); n > maxValue {
+		v, _ = truncateRunes(v, maxValue)
+		v += "…"
+	}
+	plain := true
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return " " + key + "=" + v
+	}
+	return " " + key + "=" + strconv.Quote(v)
+}
+
+func boolAttr(name string, on bool) string {
+	if on {
+		return " " + name
+	}
+	return ""
+}
+
+// control writes a form control as [kind attributes]: its name, label, value and
+// state, what a person sees and what an agent needs to fill it.
+func control(n *node, x *nodeX) string {
+	common := func() string {
+		return attr("name", x.name) + attr("label", collapse(x.label)) + boolAttr("disabled", x.disabled) +
+			boolAttr("readonly", x.readonly) + boolAttr("required", x.required)
+	}
+	switch n.a {
+	case atom.Button:
+		text := collapse(innerText(n))
+		if text == "" {
+			text = collapse(x.label)
+		}
+		if text == "" {
+			text = collapse(x.title)
+		}
+		return "[button" + attr("text", text) + attr("name", x.name) + boolAttr("disabled", x.disabled) + "]"
+	case atom.Textarea:
+		v := x.value
+		if !x.hasValue {
+			v = innerText(n)
+		}
+		return "[textarea" + common() + attr("placeholder", collapse(x.placeholder)) + attr("value", v) + "]"
+	case atom.Select:
+		return selectControl(n, x, common())
+	}
+	typ := x.typ
+	switch typ {
+	case "", "text":
+		typ = ""
+	case "submit", "button", "reset", "image":
+		text := x.value
+		if text == "" {
+			text = x.alt
+		}
+		if text == "" && typ != "image" {
+			text = typ
+		}
+		return "[button" + attr("text", collapse(text)) + attr("name", x.name) + boolAttr("disabled", x.disabled) + "]"
+	case "checkbox", "radio":
+		return "[" + typ + common() + attr("value", x.value) + boolAttr("checked", x.checked) + "]"
+	case "password":
+		// The secret itself never goes to the model; that it is filled is enough.
+		filled := ""
+		if x.value != "" {
+			filled = " filled"
+		}
+		return "[input type=password" + common() + filled + "]"
+	case "file":
+		return "[input type=file" + common() + boolAttr("multiple", x.multiple) + "]"
+	}
+	s := "[input"
+	if typ != "" {
+		s += attr("type", typ)
+	}
+	return s + common() + attr("placeholder", collapse(x.placeholder)) + attr("value", x.value) + "]"
+}
+
+// maxOptions bounds the options listed for a select (a country list has 250).
+const maxOptions = 30
+
+func selectControl(n *node, x *nodeX, common string) string {
+	var opts, selected []string
+	more := 0
+	var walk func(*node)
+	walk = func(p *node) {
+		for c := p.first; c != nil; c = c.next {
+			switch c.a {
+			case atom.Option:
+				text := collapse(innerText(c))
+				if text == "" && c.x != nil {
+					text = c.x.value
+				}
+				if c.x != nil && c.x.selected {
+					selected = append(selected, text)
+				}
+				if len(opts) < maxOptions {
+					opts = append(opts, strconv.Quote(text))
+				} else {
+					more++
+				}
+			case atom.Optgroup:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	if len(selected) == 0 {
+		switch {
+		case x.hasValue:
+			selected = []string{x.value}
+		case !x.multiple && len(opts) > 0:
+			s, _ := strconv.Unquote(opts[0]) // a single select shows its first option
+			selected = []string{s}
+		}
+	}
+	list := strings.Join(opts, ",")
+	if more > 0 {
+		list += ",…+" + strconv.Itoa(more) + " more"
+	}
+	s := "[select" + common + boolAttr("multiple", x.multiple)
+	if len(selected) > 0 {
+		s += attr("value", strings.Join(selected, ", "))
+	}
+	return s + " options=[" + list + "]]"
+}
