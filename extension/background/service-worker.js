@@ -8,11 +8,15 @@ import * as chromeApi from '../lib/chrome-api.js';
 import { createHostClient } from '../lib/host-client.js';
 import { createDispatcher } from './dispatcher.js';
 import { createRoutes } from './routes.js';
+import { registerBrowserHandlers } from './browser/index.js';
 
 const client = createHostClient({
   openPort: chromeApi.connectNative,
   clientVersion: chromeApi.manifestVersion(),
 });
+
+// The browser tools' hands: host → extension requests (protocol/BROWSER.md).
+registerBrowserHandlers(client, chromeApi);
 
 const dispatcher = createDispatcher(createRoutes(client), {
   runtimeId: chromeApi.runtimeId(),

@@ -43,6 +43,8 @@ export function manifestVersion() {
  */
 export function onRuntimeMessage(handler) {
   chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+    // Addressed to another context (the offscreen document): not ours to answer.
+    if (message?.target !== undefined) return false;
     Promise.resolve()
       .then(() => handler(message, sender))
       .then(sendResponse, (err) =>
@@ -107,4 +109,97 @@ export function storageRemove(keys, area = 'local') {
 
 export function onStorageChanged(fn) {
   chrome.storage.onChanged.addListener((changes, area) => fn(changes, area));
+}
+
+// ---- tabs, windows, scripting, offscreen: the browser tools (background/browser/) ----
+
+export function tabsQuery(query) {
+  return chrome.tabs.query(query);
+}
+
+export function tabsGet(tabId) {
+  return chrome.tabs.get(tabId);
+}
+
+export function tabsCreate(props) {
+  return chrome.tabs.create(props);
+}
+
+export function tabsUpdate(tabId, props) {
+  return chrome.tabs.update(tabId, props);
+}
+
+export function tabsRemove(tabId) {
+  return chrome.tabs.remove(tabId);
+}
+
+export function tabsGoBack(tabId) {
+  return chrome.tabs.goBack(tabId);
+}
+
+export function tabsGoForward(tabId) {
+  return chrome.tabs.goForward(tabId);
+}
+
+export function tabsReload(tabId) {
+  return chrome.tabs.reload(tabId);
+}
+
+export function windowsUpdate(windowId, props) {
+  return chrome.windows.update(windowId, props);
+}
+
+export function captureVisibleTab(windowId, options) {
+  return chrome.tabs.captureVisibleTab(windowId, options);
+}
+
+/** fn(tabId, changeInfo, tab) on every tab update; returns the unsubscribe function. */
+export function onTabUpdated(fn) {
+  const listener = (tabId, changeInfo, tab) => fn(tabId, changeInfo, tab);
+  chrome.tabs.onUpdated.addListener(listener);
+  return () => chrome.tabs.onUpdated.removeListener(listener);
+}
+
+/** fn(tabId) when a tab closes; returns the unsubscribe function. */
+export function onTabRemoved(fn) {
+  const listener = (tabId) => fn(tabId);
+  chrome.tabs.onRemoved.addListener(listener);
+  return () => chrome.tabs.onRemoved.removeListener(listener);
+}
+
+export function executeScript(injection) {
+  return chrome.scripting.executeScript(injection);
+}
+
+export function isAllowedFileSchemeAccess() {
+  return chrome.extension.isAllowedFileSchemeAccess();
+}
+
+export async function hasOffscreenDocument(path) {
+  const url = chrome.runtime.getURL(path);
+  const contexts = await chrome.runtime.getContexts({ contextTypes: ['OFFSCREEN_DOCUMENT'], documentUrls: [url] });
+  return contexts.length > 0;
+}
+
+export function createOffscreenDocument(path, reasons, justification) {
+  return chrome.offscreen.createDocument({ url: path, reasons, justification });
+}
+
+export function closeOffscreenDocument() {
+  return chrome.offscreen.closeDocument();
+}
+
+/**
+ * A runtime message listener for one `target` only (the offscreen document's):
+ * other messages are left for their own receiver (the service worker) by not
+ * answering them at all.
+ */
+export function onRuntimeMessageFor(target, handler) {
+  chrome.runtime.onMessage.addListener((message, sender, sendResponse) => {
+    if (message?.target !== target) return false;
+    Promise.resolve()
+      .then(() => handler(message, sender))
+      .then(sendResponse, (err) => sendResponse({ ok: false, error: { message: String(err?.message ?? err) } }));
+    return true;
+  });
 }

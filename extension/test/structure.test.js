@@ -27,14 +27,24 @@ const stripComments = (code) => code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\
 describe('manifest', () => {
   it('is MV3 with exactly the permissions Ferry needs', () => {
     assert.equal(manifest.manifest_version, 3);
-    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage']);
-    assert.equal(manifest.host_permissions, undefined);
+    // tabs, scripting, offscreen and all sites: the browser tools (README, "Permissions").
+    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage', 'tabs', 'scripting', 'offscreen']);
+    assert.deepEqual(manifest.host_permissions, ['<all_urls>']);
+    assert.equal(manifest.optional_permissions, undefined);
     assert.equal(manifest.default_locale, 'en');
     assert.match(manifest.name, /^__MSG_\w+__$/);
     assert.match(manifest.description, /^__MSG_\w+__$/);
     assert.deepEqual(manifest.background, { service_worker: 'background/service-worker.js', type: 'module' });
     assert.deepEqual(manifest.options_ui, { page: 'options/options.html', open_in_tab: true });
     assert.ok(manifest.action?.default_title);
+  });
+
+  it('declares only the tiny console hook for every page, and the sandbox page', () => {
+    assert.deepEqual(manifest.content_scripts, [{
+      matches: ['<all_urls>'], js: ['content/console-hook.js'], run_at: 'document_start', world: 'MAIN', all_frames: false,
+    }]);
+    assert.ok(readFileSync(join(root, 'content', 'console-hook.js'), 'utf8').length < 4000, 'the hook runs in every page: keep it small');
+    assert.deepEqual(manifest.sandbox, { pages: ['sandbox/sandbox.html'] });
   });
 
   it('pins the extension ID with its key', () => {
@@ -46,7 +56,11 @@ describe('manifest', () => {
   });
 
   it('names files that exist', () => {
-    for (const file of [manifest.background.service_worker, manifest.options_ui.page]) {
+    const declared = [
+      manifest.background.service_worker, manifest.options_ui.page, ...manifest.sandbox.pages,
+      ...manifest.content_scripts.flatMap((c) => c.js),
+    ];
+    for (const file of declared) {
       assert.ok(existsSync(join(root, file)), file);
     }
   });

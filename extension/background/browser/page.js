@@ -1,0 +1,338 @@
+// browser.page.* and browser.script.execute: the work that happens inside a
+// tab, through chrome.scripting, and the sandbox through the offscreen document.
+
+import { fail, fromReport, BrowserError } from './errors.js';
+import { resolveTab, waitForLoad, getTab, MAX_WAIT_MS } from './tabs.js';
+import { restrictedReason, scriptingFailureReason } from './urls.js';
+import { DEFAULT_LIMITS, runUserCode } from './user-code.js';
+import { encodeBase64 } from './base64.js';
+
+export const CONTENT_FILES = ['content/selectors.js', 'content/content.js'];
+export const OFFSCREEN_PATH = 'offscreen/offscreen.html';
+export const OFFSCREEN_TARGET = 'ferry-offscreen';
+export const SCRIPT_TIMEOUT_MS = 30_000;
+const CONTENT_TIMEOUT_MS = 30_000;
+
+// Runs in the content script's isolated world (serialized by executeScript).
+function callContent(method, params) {
+  const c = globalThis.FerryContent;
+  if (!c) return { missing: true };
+  return c.call(method, params);
+}
+
+// Runs in the page's MAIN world: the console hook's reader.
+function readConsole() {
+  const read = window[Symbol.for('ferry.console')];
+  return typeof read === 'function' ? { hooked: true, messages: read() } : { hooked: false, messages: [] };
+}
+
+function withTimeout(promise, ms, timers, onTimeout) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = timers.setTimeout(() => reject(onTimeout()), ms);
+    }),
+  ]).finally(() => timers.clearTimeout(timer));
+}
+
+function timeoutParam(params, fallback) {
+  const t = params?.timeout_ms ?? fallback;
+  if (!(Number.isFinite(t) && t > 0)) throw fail('invalid', 'timeout_ms must be a positive number of milliseconds');
+  return Math.min(t, 300_000);
+}
+
+export function createPageMethods(api, { timers = globalThis } = {}) {
+  /** The tab, checked scriptable; throws restricted_page with its URL. */
+  async function scriptableTab(params) {
+    const tab = await resolveTab(api, params);
+    const url = tab.url || tab.pendingUrl || '';
+    let fileAccess = false;
+    if (url.startsWith('file:')) fileAccess = await api.isAllowedFileSchemeAccess();
+    const why = restrictedReason(url, { fileAccess });
+    if (why) throw fail('restricted_page', `cannot work in ${url}: ${why}`, { url });
+    return tab;
+  }
+
+  async function inject(tab, injection) {
+    try {
+      const results = await api.executeScript({ target: { tabId: tab.id, frameIds: [0] }, ...injection });
+      return results?.[0]?.result;
+    } catch (err) {
+      const reason = scriptingFailureReason(err?.message);
+      const url = tab.url || '';
+      if (reason === 'restricted_page') throw fail(reason, `cannot work in ${url}: ${err.message}`, { url });
+      if (reason === 'no_permission') {
+        let origin = url;
+        try {
+          origin = new URL(url).origin;
+        } catch {
+          // keep the URL
+        }
+        throw fail(reason, `Ferry has no permission for ${origin}: ${err.message}`, { origin });
+      }
+      if (reason === 'no_tab') throw fail(reason, `tab ${tab.id} closed or navigated away: ${err.message}`, { tab_id: tab.id });
+      throw err;
+    }
+  }
+
+  /** Calls content.js (injecting it on first use in this document). */
+  async function content(params, method, args, { timeoutMs = CONTENT_TIMEOUT_MS } = {}) {
+    const tab = await scriptableTab(params);
+    const run = async () => {
+      let r;
+      try {
+        r = await inject(tab, { func: callContent, args: [method, args] });
+      } catch (err) {
+        // The document was being replaced (a navigation just committed): once more, in the new one.
+        if (!/Frame with ID 0 was removed/i.test(String(err?.message))) throw err;
+        await new Promise((resolve) => timers.setTimeout(resolve, 300));
+        r = await inject(tab, { func: callContent, args: [method, args] });
+      }
+      if (r?.missing) {
+        await inject(tab, { files: CONTENT_FILES });
+        r = await inject(tab, { func: callContent, args: [method, args] });
+      }
+      if (!r || r.missing) throw new Error(`the content script did not answer ${method}`);
+      if (!r.ok) throw fromReport(r.error);
+      return r.result;
+    };
+    const result = await withTimeout(run(), timeoutMs, timers,
+      () => fail('timeout', `the page did not answer ${method} within ${timeoutMs} ms (it may be busy)`));
+    return { tab, result };
+  }
+
+  function pick(params, keys) {
+    const out = {};
+    for (const k of keys) if (params[k] !== undefined) out[k] = params[k];
+    return out;
+  }
+
+  /** history.back()/forward() inside the page; false when there is no entry that way. */
+  async function historyStep(tab, action) {
+    if (restrictedReason(tab.url ?? '')) return false;
+    const r = await inject(tab, {
+      func: (dir) => {
+        const nav = globalThis.navigation;
+        if (nav && !(dir === 'back' ? nav.canGoBack : nav.canGoForward)) return false;
+        if (dir === 'back') history.back();
+        else history.forward();
+        return true;
+      },
+      args: [action],
+    }).catch(() => false);
+    return r === true;
+  }
+
+  // ---- sandbox ----
+  let offscreenReady = null;
+  async function ensureOffscreen() {
+    if (!offscreenReady) {
+      offscreenReady = (async () => {
+        if (!(await api.hasOffscreenDocument(OFFSCREEN_PATH))) {
+          await api.createOffscreenDocument(OFFSCREEN_PATH, ['IFRAME_SCRIPTING'],
+            'Runs the agent\'s execute_script code in a sandboxed frame without access to pages or extension APIs.');
+        }
+      })();
+      offscreenReady.catch(() => {
+        offscreenReady = null;
+      });
+    }
+    return offscreenReady;
+  }
+
+  async function killOffscreen() {
+    offscreenReady = null;
+    try {
+      await api.closeOffscreenDocument();
+    } catch {
+      // already closed
+    }
+  }
+
+  async function runInSandbox(code, timeoutMs) {
+    await ensureOffscreen();
+    // The sandbox ends the worker at timeoutMs itself; the outer limit only
+    // catches a sandbox that stopped answering, and closes the document.
+    const reply = api.sendRuntimeMessage({ target: OFFSCREEN_TARGET, type: 'sandbox.run', code, limits: DEFAULT_LIMITS, timeoutMs });
+    let r;
+    try {
+      r = await withTimeout(reply, timeoutMs + 2000, timers, () => new BrowserError('timeout', 'stuck'));
+    } catch (err) {
+      if (err instanceof BrowserError) {
+        await killOffscreen();
+        return { ok: false, timeout: true };
+      }
+      throw err;
+    }
+    if (!r?.ok) throw new Error(r?.error?.message ?? 'the sandbox did not answer');
+    return r.outcome;
+  }
+
+  return {
+    async 'browser.page.capture'(params = {}) {
+      const { tab, result } = await content(params, 'capture', pick(params, ['selector', 'max_chars', 'max_elements']));
+      return { tab_id: tab.id, ...result };
+    },
+
+    async 'browser.script.execute'(params = {}) {
+      const { code, target = 'page' } = params;
+      if (typeof code !== 'string' || code.trim() === '') throw fail('invalid', 'code is required');
+      if (target !== 'page' && target !== 'sandbox') throw fail('invalid', `target must be "page" or "sandbox", not ${JSON.stringify(target)}`);
+      const timeoutMs = timeoutParam(params, SCRIPT_TIMEOUT_MS);
+      let outcome;
+      let tab = null;
+      if (target === 'sandbox') {
+        outcome = await runInSandbox(code, timeoutMs);
+        if (outcome?.timeout) {
+          throw fail('timeout', `the sandbox script did not finish within ${timeoutMs} ms and was stopped`, { target, stopped: true });
+        }
+      } else {
+        tab = await scriptableTab(params);
+        outcome = await withTimeout(
+          inject(tab, { world: 'MAIN', func: runUserCode, args: [code, DEFAULT_LIMITS] }),
+          timeoutMs, timers,
+          () => fail('timeout', `the page script did not finish within ${timeoutMs} ms; it may still be running in the page (a page's code cannot be stopped from outside)`, { target, stopped: false }),
+        );
+        if (outcome === undefined || outcome === null) {
+          throw fail('script_error', 'the page returned no result (it navigated away or its Content-Security-Policy blocked the script)', { message: 'no result', stack: '' });
+        }
+      }
+      if (!outcome.ok) {
+        const csp = /unsafe-eval|Content Security Policy/i.test(outcome.message ?? '');
+        throw fail('script_error', csp
+          ? `the page's Content-Security-Policy forbids running code strings: ${outcome.message}`
+          : `${outcome.name && outcome.name !== 'Error' ? `${outcome.name}: ` : ''}${outcome.message}`,
+        { message: outcome.message, stack: outcome.stack ?? '', name: outcome.name });
+      }
+      const out = { value: outcome.value, type: outcome.type };
+      if (outcome.truncated) out.truncated = true;
+      if (tab) out.tab_id = tab.id;
+      return out;
+    },
+
+    async 'browser.page.snapshot'(params = {}) {
+      const { result } = await content(params, 'snapshot', pick(params, ['max_depth', 'max_nodes']));
+      return result;
+    },
+
+    async 'browser.page.click'(params = {}) {
+      return (await content(params, 'click', pick(params, ['ref', 'selector']))).result;
+    },
+
+    async 'browser.page.type'(params = {}) {
+      return (await content(params, 'type', pick(params, ['ref', 'selector', 'text', 'clear', 'submit']))).result;
+    },
+
+    async 'browser.page.select'(params = {}) {
+      return (await content(params, 'select', pick(params, ['ref', 'selector', 'values']))).result;
+    },
+
+    async 'browser.page.scroll'(params = {}) {
+      return (await content(params, 'scroll', pick(params, ['ref', 'selector', 'pixels', 'direction']))).result;
+    },
+
+    async 'browser.page.info'(params = {}) {
+      const { tab, result } = await content(params, 'info', {});
+      return { tab_id: tab.id, ...result };
+    },
+
+    async 'browser.page.network'(params = {}) {
+      return (await content(params, 'network', {})).result;
+    },
+
+    async 'browser.page.console'(params = {}) {
+      const tab = await scriptableTab(params);
+      const r = await inject(tab, { world: 'MAIN', func: readConsole });
+      const out = { messages: r?.messages ?? [] };
+      if (!r?.hooked) out.note = 'console capture starts with the page load; this page was loaded before Ferry was installed or enabled: reload it to capture its messages';
+      return out;
+    },
+
+    async 'browser.page.navigate'(params = {}) {
+      const { url, action } = params;
+      if ((url === undefined) === (action === undefined)) throw fail('invalid', 'give either url or action (back, forward, reload)');
+      if (action !== undefined && !['back', 'forward', 'reload'].includes(action)) {
+        throw fail('invalid', `action must be back, forward or reload, not ${JSON.stringify(action)}`);
+      }
+      if (url !== undefined && (typeof url !== 'string' || url === '')) throw fail('invalid', 'url must be a non-empty string');
+      const tab = await resolveTab(api, params);
+      const timeoutMs = Math.min(timeoutParam(params, MAX_WAIT_MS), MAX_WAIT_MS);
+      // Started before the navigation, so that its "loading" update is seen.
+      const wait = waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true });
+      try {
+        if (url !== undefined) await api.tabsUpdate(tab.id, { url });
+        else if (action === 'back') await api.tabsGoBack(tab.id);
+        else if (action === 'forward') await api.tabsGoForward(tab.id);
+        else await api.tabsReload(tab.id);
+      } catch (err) {
+        const m = String(err?.message);
+        if (/Cannot find a next page in history|cannot go (back|forward)/i.test(m)) {
+          // The browser's own back skips entries of pages nobody interacted
+          // with (Chrome's history intervention); the page's history does not.
+          if (await historyStep(tab, action)) {
+            const { timedOut } = await wait;
+            const now = await getTab(api, tab.id);
+            return { tab_id: now.id, url: now.url ?? '', title: now.title ?? '', status: now.status ?? 'unknown', timed_out: timedOut };
+          }
+          throw fail('invalid', `cannot go ${action}: there is no page that way in the tab's history`);
+        }
+        if (/Invalid url|Cannot navigate/i.test(m)) throw fail('invalid', `cannot open ${url}: ${m}`);
+        throw err;
+      }
+      const { timedOut } = await wait;
+      const now = await getTab(api, tab.id);
+      const out = { tab_id: now.id, url: now.url ?? '', title: now.title ?? '', status: now.status ?? 'unknown', timed_out: timedOut };
+      return out;
+    },
+
+    async 'browser.page.screenshot'(params = {}) {
+      const { format = 'jpeg', quality = 70, max_width: maxWidth = 1280 } = params;
+      if (format !== 'jpeg' && format !== 'png') throw fail('invalid', 'format must be jpeg or png');
+      if (!(Number.isInteger(quality) && quality >= 1 && quality <= 100)) throw fail('invalid', 'quality must be 1–100');
+      if (!(Number.isInteger(maxWidth) && maxWidth >= 16)) throw fail('invalid', 'max_width must be an integer ≥ 16');
+      const tab = await resolveTab(api, params);
+      const why = restrictedReason(tab.url ?? '');
+      if (why) throw fail('restricted_page', `cannot capture ${tab.url}: ${why}`, { url: tab.url });
+      // captureVisibleTab shows the window's active tab: bring ours forward first.
+      let activated = false;
+      if (!tab.active) {
+        await api.tabsUpdate(tab.id, { active: true });
+        activated = true;
+      }
+      let dataUrl;
+      try {
+        dataUrl = await api.captureVisibleTab(tab.windowId, { format, quality });
+      } catch (err) {
+        const m = String(err?.message);
+        if (/permission|activeTab|all_urls/i.test(m)) throw fail('no_permission', `cannot capture ${tab.url}: ${m}`, { origin: tab.url });
+        if (/Cannot access|cannot be scripted|chrome:\/\//i.test(m)) throw fail('restricted_page', `cannot capture ${tab.url}: ${m}`, { url: tab.url });
+        throw err;
+      }
+      const shot = await downscale(dataUrl, { format, quality, maxWidth });
+      return { tab_id: tab.id, ...shot, format, activated, ...(activated ? { note: 'the tab was made active in its window to take the screenshot' } : {}) };
+    },
+  };
+}
+
+/** Shrinks a captured image to maxWidth in the worker (OffscreenCanvas). */
+async function downscale(dataUrl, { format, quality, maxWidth }) {
+  const blob = await (await fetch(dataUrl)).blob();
+  const bitmap = await createImageBitmap(blob);
+  const { width, height } = bitmap;
+  if (width <= maxWidth) {
+    bitmap.close();
+    return { data_url: dataUrl, width, height, bytes: blob.size };
+  }
+  const w = maxWidth;
+  const h = Math.max(1, Math.round((height * maxWidth) / width));
+  const canvas = new OffscreenCanvas(w, h);
+  const ctx = canvas.getContext('2d');
+  ctx.imageSmoothingQuality = 'high';
+  ctx.drawImage(bitmap, 0, 0, w, h);
+  bitmap.close();
+  const type = format === 'png' ? 'image/png' : 'image/jpeg';
+  const out = await canvas.convertToBlob({ type, quality: quality / 100 });
+  const bytes = new Uint8Array(await out.arrayBuffer());
+  return { data_url: `data:${type};base64,${encodeBase64(bytes)}`, width: w, height: h, bytes: bytes.length };
+}

@@ -1,0 +1,161 @@
+// browser.tabs.*: list, open (with an optional wait for the load), close, activate.
+
+import { fail } from './errors.js';
+import { describeTab, tabFilter } from './tab-filter.js';
+
+export const MAX_WAIT_MS = 30_000;
+
+/** Chrome's "No tab with id" as no_tab; anything else passes through. */
+export function tabError(err, tabId) {
+  if (/No tab with id|Invalid tab ID/i.test(String(err?.message))) return fail('no_tab', `no tab with id ${tabId} (closed?)`, { tab_id: tabId });
+  return err;
+}
+
+function tabIdParam(params, { required = true } = {}) {
+  const id = params?.tab_id;
+  if (id === undefined || id === null) {
+    if (required) throw fail('invalid', 'tab_id is required');
+    return undefined;
+  }
+  if (!Number.isInteger(id) || id < 0) throw fail('invalid', `tab_id must be a tab's number, not ${JSON.stringify(id)}`);
+  return id;
+}
+
+export async function getTab(api, tabId) {
+  try {
+    return await api.tabsGet(tabId);
+  } catch (err) {
+    throw tabError(err, tabId);
+  }
+}
+
+/** The tab a call is about: tab_id, else the active tab of the focused (or any) window. */
+export async function resolveTab(api, params) {
+  const id = tabIdParam(params, { required: false });
+  if (id !== undefined) return getTab(api, id);
+  let [tab] = await api.tabsQuery({ active: true, lastFocusedWindow: true });
+  if (!tab) [tab] = await api.tabsQuery({ active: true });
+  if (!tab) throw fail('no_tab', 'there is no active tab; give a tab_id');
+  return tab;
+}
+
+/**
+ * Resolves when the tab has finished loading the navigation that was just
+ * started, or after timeoutMs ({timedOut: true}). A tab still showing the
+ * previous page counts as loading until Chrome reports the new one; with
+ * requireLoading (a reload, a history step, a navigation of an existing tab:
+ * start the wait before the navigation) only a "loading" seen first counts.
+ */
+export function waitForLoad(api, tabId, { timeoutMs = MAX_WAIT_MS, timers = globalThis, previousUrl, requireLoading = false } = {}) {
+  return new Promise((resolve, reject) => {
+    let seenLoading = false;
+    let finished = false;
+    const stop = [];
+    const finish = (fn, v) => {
+      if (finished) return;
+      finished = true;
+      for (const s of stop) s();
+      fn(v);
+    };
+    const timer = timers.setTimeout(() => finish(resolve, { timedOut: true }), timeoutMs);
+    stop.push(() => timers.clearTimeout(timer));
+    const consider = (tab) => {
+      if (tab.status === 'loading') seenLoading = true;
+      else if (tab.status === 'complete' && (seenLoading || (!requireLoading && (previousUrl === undefined || tab.url !== previousUrl)))) {
+        finish(resolve, { timedOut: false, tab });
+      }
+    };
+    stop.push(api.onTabUpdated((id, change, tab) => {
+      if (id === tabId) consider({ ...tab, status: change.status ?? tab.status });
+    }));
+    stop.push(api.onTabRemoved((id) => {
+      if (id === tabId) finish(reject, fail('no_tab', `tab ${tabId} was closed while loading`, { tab_id: tabId }));
+    }));
+    const poll = () => api.tabsGet(tabId).then(consider, (err) => finish(reject, tabError(err, tabId)));
+    poll();
+    // Events are the fast path; a slow poll covers an update Chrome coalesced away.
+    const interval = timers.setInterval(poll, 250);
+    stop.push(() => timers.clearInterval(interval));
+  });
+}
+
+export function createTabMethods(api, { timers = globalThis } = {}) {
+  return {
+    async 'browser.tabs.list'(params = {}) {
+      const keep = tabFilter(params);
+      const query = {};
+      if (Number.isInteger(params.window_id)) query.windowId = params.window_id;
+      const tabs = await api.tabsQuery(query);
+      return { tabs: tabs.filter(keep).map(describeTab) };
+    },
+
+    async 'browser.tabs.open'(params = {}) {
+      const { url, active = true, window_id: windowId, wait_until_loaded: wait = true } = params;
+      if (typeof url !== 'string' || url === '') throw fail('invalid', 'url is required');
+      let timeoutMs = params.timeout_ms ?? MAX_WAIT_MS;
+      if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw fail('invalid', 'timeout_ms must be a positive number');
+      timeoutMs = Math.min(timeoutMs, MAX_WAIT_MS);
+      const tabId = tabIdParam(params, { required: false });
+      const started = Date.now();
+      let tab;
+      let previousUrl;
+      let waiting = null;
+      try {
+        if (tabId !== undefined) {
+          previousUrl = (await getTab(api, tabId)).url;
+          waiting = wait ? waitForLoad(api, tabId, { timeoutMs, timers, requireLoading: true }) : null;
+          tab = await api.tabsUpdate(tabId, { url, active: !!active });
+          if (active && tab.windowId !== undefined) await api.windowsUpdate(tab.windowId, { focused: true }).catch(() => {});
+        } else {
+          const props = { url, active: !!active };
+          if (Number.isInteger(windowId)) props.windowId = windowId;
+          tab = await api.tabsCreate(props);
+        }
+      } catch (err) {
+        if (/Invalid url|Cannot navigate to|Illegal URL/i.test(String(err?.message))) throw fail('invalid', `cannot open ${url}: ${err.message}`);
+        throw tabError(err, tabId);
+      }
+      let timedOut = false;
+      if (wait) {
+        const r = await (waiting ?? waitForLoad(api, tab.id, { timeoutMs, timers }));
+        timedOut = r.timedOut;
+      }
+      const now = await getTab(api, tab.id);
+      const waited = wait ? Date.now() - started : 0;
+      return {
+        tab_id: now.id,
+        window_id: now.windowId,
+        url: now.url || now.pendingUrl || url,
+        title: now.title ?? '',
+        status: now.status ?? 'unknown',
+        loaded: now.status === 'complete',
+        waited_ms: waited,
+        timed_out: timedOut,
+        ...(timedOut ? { note: `the page was still loading after ${timeoutMs} ms; it may finish later` } : {}),
+      };
+    },
+
+    async 'browser.tabs.close'(params = {}) {
+      const tabId = tabIdParam(params);
+      await getTab(api, tabId);
+      try {
+        await api.tabsRemove(tabId);
+      } catch (err) {
+        throw tabError(err, tabId);
+      }
+      return { closed: true };
+    },
+
+    async 'browser.tabs.activate'(params = {}) {
+      const tabId = tabIdParam(params);
+      let tab;
+      try {
+        tab = await api.tabsUpdate(tabId, { active: true });
+      } catch (err) {
+        throw tabError(err, tabId);
+      }
+      await api.windowsUpdate(tab.windowId, { focused: true }).catch(() => {});
+      return { tab_id: tab.id, window_id: tab.windowId };
+    },
+  };
+}

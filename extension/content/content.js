@@ -1,0 +1,619 @@
+// The content script: runs in the isolated world of a page's top frame,
+// injected on demand by the service worker (background/browser/page.js) after
+// selectors.js. The service worker calls it with
+// executeScript({func: (m, p) => globalThis.FerryContent.call(m, p)}) and
+// receives {ok, result} or {ok: false, error: {reason, message, …}}.
+// Its state (the snapshot refs) lives as long as the document does.
+(function (global) {
+  'use strict';
+  if (global.FerryContent) return;
+  const S = global.FerrySelectors;
+
+  class Failure extends Error {
+    constructor(reason, message, extra) {
+      super(message);
+      this.reason = reason;
+      this.extra = extra || {};
+    }
+  }
+  const fail = (reason, message, extra) => new Failure(reason, message, extra);
+
+  // ---------------------------------------------------------------- visibility
+
+  const DROP = new Set(['script', 'style', 'noscript', 'template', 'svg', 'math', 'link', 'meta', 'head', 'title', 'base', 'object', 'embed', 'canvas', 'audio', 'video', 'source', 'track', 'param', 'map', 'area', 'datalist']);
+  const VOID = new Set(['br', 'hr', 'img', 'input', 'wbr', 'col']);
+
+  function styleOf(el) {
+    const view = el.ownerDocument.defaultView;
+    return view ? view.getComputedStyle(el) : null;
+  }
+
+  /** Why an element is not seen by the user (a word), or null. Its subtree goes with it. */
+  function hiddenReason(el, cs) {
+    if (el.getAttribute('aria-hidden') === 'true') return 'aria-hidden';
+    if (!cs) return null;
+    if (cs.display === 'none') return 'display:none';
+    if (cs.display === 'contents') return null;
+    if (cs.visibility === 'hidden' || cs.visibility === 'collapse') return 'visibility:hidden';
+    if (cs.contentVisibility === 'hidden') return 'content-visibility:hidden';
+    if (el.localName === 'input' && el.type === 'hidden') return 'hidden input';
+    const w = el.offsetWidth;
+    if (w === 0 && el.offsetHeight === 0 && (el.childElementCount === 0 || cs.overflow === 'hidden') && el.localName !== 'option' && el.localName !== 'optgroup') {
+      return 'zero size';
+    }
+    return null;
+  }
+
+  /**
+   * The capture's faster test, for every element of a large DOM: the same
+   * rules, but the browser's own checkVisibility first and a computed style
+   * only when it says no (display: contents has no box of its own and yet
+   * shows its children). Returns true when the element is to be skipped.
+   */
+  function skipInCapture(el) {
+    if (el.hasAttribute('aria-hidden') && el.getAttribute('aria-hidden') === 'true') return true;
+    if (!el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: false })) {
+      const cs = styleOf(el);
+      return !(cs && cs.display === 'contents');
+    }
+    if (el.childElementCount === 0 && !VOID.has(el.localName) && el.offsetWidth === 0 && el.offsetHeight === 0 && el.localName !== 'option' && el.localName !== 'optgroup') return true;
+    return false;
+  }
+
+  // ---------------------------------------------------------------- capture
+
+  const KEEP_ATTRS = new Set(['href', 'src', 'alt', 'title', 'type', 'name', 'placeholder', 'role', 'aria-label', 'colspan', 'rowspan', 'for', 'lang', 'datetime', 'open']);
+  // Elements that get a data-ferry-sel: containers and controls, the things
+  // worth reading or acting on again. Paragraphs, links and inline markup go
+  // without: the container above them is addressable, and the capture of a
+  // large page stays near the size of its DOM.
+  const SEL = new Set(['main', 'article', 'section', 'nav', 'header', 'footer', 'aside', 'form', 'fieldset', 'details', 'dialog',
+    'div', 'table', 'ul', 'ol', 'dl', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'pre', 'figure', 'iframe',
+    'button', 'input', 'select', 'textarea', 'label', 'video', 'audio']);
+  const PHRASING = new Set(['b', 'i', 'em', 'strong', 'a', 'span', 'code', 'small', 'sup', 'sub', 'abbr', 'cite', 'q', 's', 'u', 'mark', 'time', 'kbd', 'var', 'samp', 'br', 'wbr', 'td', 'th', 'tr', 'li', 'tbody', 'thead', 'p']);
+  /** No attribute that could make a style rule single it out. */
+  function plain(el) {
+    if (!el.hasAttributes()) return true;
+    const list = el.attributes;
+    for (let i = 0; i < list.length; i++) {
+      const n = list[i].name;
+      if (n !== 'href' && n !== 'title' && n !== 'colspan' && n !== 'rowspan' && n !== 'datetime' && n !== 'lang' && n !== 'dir') return false;
+    }
+    return true;
+  }
+  const PRE = new Set(['pre', 'textarea', 'listing', 'xmp', 'plaintext']);
+
+  function esc(s) {
+    return s.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
+  }
+  function escAttr(s) {
+    return String(s).replace(/[&"<]/g, (c) => (c === '&' ? '&amp;' : c === '"' ? '&quot;' : '&lt;'));
+  }
+
+  function capture({ selector, max_chars: maxChars = 16_000_000, max_elements: maxElements = 200_000 } = {}) {
+    const started = performance.now();
+    const doc = document;
+    const sels = S.createSelectors(doc, { cssEscape: CSS.escape });
+    let root = doc.body || doc.documentElement;
+    if (selector !== undefined && selector !== null && selector !== '') {
+      let found;
+      try {
+        found = S.resolve(doc, selector);
+      } catch (err) {
+        throw fail('invalid', `the selector ${JSON.stringify(selector)} does not parse: ${err.message}`);
+      }
+      if (!found) throw fail('no_element', `nothing on the page matches the selector ${JSON.stringify(selector)}`, { selector });
+      root = found;
+    }
+    const out = [];
+    let size = 0;
+    let elements = 0;
+    let truncated = false;
+    const frames = [];
+
+    function push(s) {
+      out.push(s);
+      size += s.length;
+    }
+
+    function text(node, pre) {
+      let t = node.nodeValue;
+      if (!t) return;
+      if (!pre) {
+        t = t.replace(/\s+/g, ' ');
+        if (t === ' ' && (out.length === 0 || out[out.length - 1].endsWith(' ') || out[out.length - 1].endsWith('>'))) return;
+      }
+      push(esc(t));
+    }
+
+    function children(parent, pre) {
+      // An open shadow root renders instead of the light children; slots pull those in.
+      const src = (parent.nodeType === 1 && parent.shadowRoot) || parent;
+      for (let n = src.firstChild; n !== null && !truncated; n = n.nextSibling) node(n, pre);
+    }
+
+    function node(n, pre) {
+      if (n.nodeType === 3) text(n, pre);
+      else if (n.nodeType === 1) element(n, pre);
+    }
+
+    function element(el, pre) {
+      const tag = el.localName;
+      if (DROP.has(tag)) return;
+      if (tag === 'slot') {
+        const assigned = el.assignedNodes({ flatten: true });
+        if (assigned.length) for (const a of assigned) node(a, pre);
+        else children(el, pre);
+        return;
+      }
+      // Inline markup without attributes of its own is as visible as its
+      // parent (rules that hide it would need a class, an id or a style):
+      // skipping the check for it saves a third of the time on large pages.
+      if (!(PHRASING.has(tag) && plain(el)) && skipInCapture(el)) return;
+      if (++elements > maxElements || size > maxChars) {
+        truncated = true;
+        return;
+      }
+      let attrs = '';
+      if ((SEL.has(tag) || tag.includes('-') || el.hasAttribute('id'))) {
+        const sel = sels.selectorFor(el);
+        if (sel) attrs += ` data-ferry-sel="${escAttr(sel)}"`;
+      }
+      if (el.hasAttributes()) {
+        const list = el.attributes;
+        for (let i = 0; i < list.length; i++) {
+          const a = list[i];
+          if (!KEEP_ATTRS.has(a.name)) continue;
+          const v = a.value;
+          if (v !== '' && !(a.name === 'value')) attrs += ` ${a.name}="${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}"`;
+        }
+      }
+      if (tag === 'input' || tag === 'textarea' || tag === 'select') {
+        if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
+          if (el.checked) attrs += ' checked';
+        } else if (tag !== 'select' && el.type !== 'password' && el.value) {
+          attrs += ` value="${escAttr(el.value.slice(0, 10_000))}"`;
+        }
+        if (el.disabled) attrs += ' disabled';
+      } else if (tag === 'option' && el.selected) attrs += ' selected';
+      const name = tag.includes('-') && !/^[a-z][a-z0-9-]*$/.test(tag) ? 'div' : tag;
+      if (tag === 'iframe' || tag === 'frame') {
+        let inner = null;
+        try {
+          inner = el.contentDocument;
+        } catch {
+          inner = null;
+        }
+        const src = el.getAttribute('src') || (inner && inner.URL) || '';
+        const sel = sels.selectorFor(el);
+        if (inner && inner.body) {
+          frames.push({ src, selector: sel, inlined: true });
+          push(`<ferry-frame src="${escAttr(src)}"${sel ? ` data-ferry-sel="${escAttr(sel)}"` : ''}>`);
+          children(inner.body, false);
+          push('</ferry-frame>');
+        } else {
+          frames.push({ src, selector: sel, inlined: false });
+          push(`<ferry-frame src="${escAttr(src)}" cross-origin${sel ? ` data-ferry-sel="${escAttr(sel)}"` : ''}></ferry-frame>`);
+        }
+        return;
+      }
+      push(`<${name}${attrs}>`);
+      if (VOID.has(tag)) return;
+      if (tag === 'textarea') {
+        push('</textarea>');
+        return;
+      }
+      children(el, pre || PRE.has(tag));
+      push(`</${name}>`);
+    }
+
+    if (root === doc.body || root === doc.documentElement) {
+      push('<body>');
+      children(root, false);
+      push('</body>');
+    } else {
+      element(root, false);
+    }
+    const html = out.join('');
+    return {
+      url: location.href,
+      title: document.title,
+      html,
+      used_selector: selector || null,
+      frames,
+      truncated,
+      elements,
+      capture_ms: Math.round(performance.now() - started),
+    };
+  }
+
+  // ---------------------------------------------------------------- snapshot and refs
+
+  const INTERACTIVE_ROLES = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'option', 'textbox', 'searchbox', 'combobox', 'listbox', 'slider', 'spinbutton', 'treeitem']);
+  const LANDMARK_ROLES = new Set(['navigation', 'main', 'banner', 'contentinfo', 'complementary', 'form', 'dialog', 'region', 'search', 'heading', 'alertdialog', 'tablist', 'menu', 'menubar', 'toolbar', 'table', 'grid', 'tree']);
+
+  function labelText(el) {
+    try {
+      if (el.labels && el.labels.length) return el.labels[0].textContent;
+    } catch {
+      // not labelable
+    }
+    return '';
+  }
+
+  function infoOf(el) {
+    const lb = el.getAttribute('aria-labelledby');
+    let labelledBy = '';
+    if (lb) {
+      const root = el.getRootNode();
+      labelledBy = lb.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id) : el.ownerDocument.getElementById(id))
+        .filter(Boolean).map((x) => x.textContent).join(' ');
+    }
+    const tag = el.localName;
+    const isField = tag === 'input' || tag === 'textarea' || tag === 'select';
+    return {
+      tag,
+      role: el.getAttribute('role') || '',
+      href: tag === 'a' && el.hasAttribute('href'),
+      type: tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : '',
+      multiple: tag === 'select' && (el.multiple || el.size > 1),
+      contentEditable: el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable),
+      ariaLabel: el.getAttribute('aria-label') || '',
+      labelledBy,
+      label: isField ? labelText(el) : '',
+      alt: tag === 'img' ? el.getAttribute('alt') || '' : '',
+      placeholder: el.getAttribute('placeholder') || '',
+      title: el.getAttribute('title') || '',
+      buttonValue: tag === 'input' && /^(button|submit|reset)$/i.test(el.type) ? el.value : '',
+      text: isField || el.isContentEditable ? '' : (el.textContent || '').slice(0, 400),
+    };
+  }
+
+  const refs = new Map(); // ref → {weak: WeakRef<Element>, fp}
+  const refOf = new WeakMap(); // element → ref: an element keeps its ref across snapshots
+  let nextRef = 1;
+  let snapshots = 0;
+
+  function isInteractive(el, role) {
+    if (INTERACTIVE_ROLES.has(role)) return true;
+    const tag = el.localName;
+    if (tag === 'details' || tag === 'summary') return true;
+    const ti = el.getAttribute('tabindex');
+    return ti !== null && Number(ti) >= 0 && role === 'generic' && el.hasAttribute('onclick');
+  }
+
+  function snapshot({ max_depth: maxDepth = 25, max_nodes: maxNodes = 600 } = {}) {
+    const lines = [];
+    let truncated = false;
+    snapshots++;
+    function walk(parent, depth) {
+      const src = parent.shadowRoot ? parent.shadowRoot.children : parent.children;
+      for (let i = 0; i < src.length; i++) {
+        if (truncated) return;
+        visit(src[i], depth);
+      }
+    }
+    function visit(el, depth) {
+      const tag = el.localName;
+      if (DROP.has(tag)) return;
+      if (tag === 'slot') {
+        const assigned = el.assignedElements({ flatten: true });
+        for (const a of assigned.length ? assigned : el.children) visit(a, depth);
+        return;
+      }
+      if (hiddenReason(el, styleOf(el))) return;
+      const info = infoOf(el);
+      const role = S.roleOf(info);
+      const interactive = isInteractive(el, role);
+      const landmark = !interactive && LANDMARK_ROLES.has(role);
+      let childDepth = depth;
+      if (interactive || landmark) {
+        if (lines.length >= maxNodes) {
+          truncated = true;
+          return;
+        }
+        const fp = S.fingerprint(info);
+        let ref = refOf.get(el);
+        if (!ref) {
+          ref = `e${nextRef++}`;
+          refOf.set(el, ref);
+        }
+        refs.set(ref, { weak: new WeakRef(el), fp });
+        let line = `${'  '.repeat(Math.min(depth, maxDepth))}- ${role}`;
+        if (fp.name) line += ` ${JSON.stringify(fp.name)}`;
+        if (role === 'heading') line += ` [level=${tag.slice(1) || el.getAttribute('aria-level') || ''}]`;
+        if ((tag === 'input' || tag === 'textarea') && !/^(checkbox|radio|button|submit|reset)$/.test(el.type) && el.value && el.type !== 'password') {
+          line += ` value=${JSON.stringify(S.clean(el.value, 80))}`;
+        }
+        if (tag === 'select') line += ` value=${JSON.stringify([...el.selectedOptions].map((o) => S.clean(o.label, 40)).join(', '))}`;
+        if (el.checked === true) line += ' [checked]';
+        if (el.disabled === true || el.getAttribute('aria-disabled') === 'true') line += ' [disabled]';
+        if (tag === 'a' && el.getAttribute('href')) line += ` href=${JSON.stringify(S.clean(el.getAttribute('href'), 100))}`;
+        line += ` [ref=${ref}]`;
+        lines.push(line);
+        childDepth = depth + 1;
+        if (interactive && tag !== 'details' && tag !== 'form') return; // no interactive elements inside interactive ones
+      }
+      if (tag === 'iframe' || tag === 'frame') {
+        let inner = null;
+        try {
+          inner = el.contentDocument;
+        } catch {
+          inner = null;
+        }
+        if (inner && inner.body) walk(inner.body, childDepth);
+        return;
+      }
+      walk(el, childDepth);
+    }
+    walk(document.body || document.documentElement, 0);
+    return { snapshot_id: `s${snapshots}`, url: location.href, title: document.title, tree: lines.join('\n'), truncated };
+  }
+
+  function describe(el) {
+    const fp = S.fingerprint(infoOf(el));
+    let s = `${fp.role === 'generic' ? `<${fp.tag}>` : fp.role}`;
+    if (fp.name) s += ` "${fp.name}"`;
+    if (el.id) s += ` #${el.id}`;
+    return s;
+  }
+
+  /** The element a call is about, from {ref} or {selector}; never a guess. */
+  function target({ ref, selector } = {}, { optional = false } = {}) {
+    const hasRef = ref !== undefined && ref !== null && ref !== '';
+    const hasSel = selector !== undefined && selector !== null && selector !== '';
+    if (hasRef && hasSel) throw fail('invalid', 'give either ref or selector, not both');
+    if (!hasRef && !hasSel) {
+      if (optional) return null;
+      throw fail('invalid', 'give a ref from the latest snapshot or a CSS selector');
+    }
+    if (hasSel) {
+      let el;
+      try {
+        el = S.resolve(document, selector);
+      } catch (err) {
+        throw fail('invalid', `the selector ${JSON.stringify(selector)} does not parse: ${err.message}`);
+      }
+      if (!el) throw fail('no_element', `nothing on the page matches the selector ${JSON.stringify(selector)}`, { selector });
+      return el;
+    }
+    if (typeof ref !== 'string' || !/^e\d+$/.test(ref)) throw fail('invalid', `ref ${JSON.stringify(ref)} is not a snapshot ref (e1, e2, …)`);
+    const entry = refs.get(ref);
+    if (!entry) {
+      throw fail('stale_ref', `ref ${ref} is not from a snapshot of this page as it is now (it navigated or reloaded since): take a new snapshot`, { ref });
+    }
+    const el = entry.weak.deref();
+    if (!el || !el.isConnected) {
+      refs.delete(ref);
+      throw fail('stale_ref', `the element of ref ${ref} is no longer in the page (it changed since the snapshot): take a new snapshot`, { ref });
+    }
+    const why = S.fingerprintMismatch(entry.fp, S.fingerprint(infoOf(el)));
+    if (why) throw fail('stale_ref', `ref ${ref} no longer matches the snapshot (${why}): take a new snapshot`, { ref });
+    return el;
+  }
+
+  function checkDisabled(el) {
+    let disabled = false;
+    try {
+      disabled = el.matches(':disabled');
+    } catch {
+      disabled = false;
+    }
+    if (disabled || el.getAttribute('aria-disabled') === 'true') {
+      throw fail('element_state', `${describe(el)} is disabled`, { state: 'disabled', element: describe(el) });
+    }
+  }
+
+  function checkVisible(el) {
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement || (e.getRootNode().host ?? null)) {
+      const why = hiddenReason(e, styleOf(e));
+      if (why && !(why === 'zero size' && e !== el)) {
+        throw fail('element_state', `${describe(el)} is hidden (${e === el ? why : `inside ${describe(e)}, ${why}`})`, { state: 'hidden', element: describe(el) });
+      }
+    }
+    if (!el.getClientRects().length) throw fail('element_state', `${describe(el)} is hidden (it has no box on the page)`, { state: 'hidden', element: describe(el) });
+  }
+
+  function composedContains(outer, inner) {
+    for (let n = inner; n; n = n.parentNode || n.host) if (n === outer) return true;
+    return false;
+  }
+
+  /** Scrolls el into view and checks that a click at its centre reaches it; returns the point. */
+  function reach(el) {
+    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+    const r = el.getBoundingClientRect();
+    const x = r.left + r.width / 2;
+    const y = r.top + r.height / 2;
+    const view = el.ownerDocument.defaultView;
+    if (el.ownerDocument !== document) return { x, y }; // inside a frame: the frame's own coordinates
+    if (x < 0 || y < 0 || x > view.innerWidth || y > view.innerHeight) {
+      throw fail('element_state', `${describe(el)} is outside the visible area even after scrolling`, { state: 'offscreen', element: describe(el) });
+    }
+    const root = el.getRootNode();
+    const hit = (root.elementFromPoint ? root.elementFromPoint(x, y) : null) || document.elementFromPoint(x, y);
+    if (hit && hit !== el && !composedContains(el, hit)) {
+      const label = hit.closest && hit.closest('label');
+      const labelsEl = label && (label.control === el || composedContains(label, el));
+      if (!labelsEl && !composedContains(hit, el)) {
+        throw fail('element_state', `${describe(el)} is covered by ${describe(hit)}`, { state: 'covered', element: describe(el), covered_by: describe(hit) });
+      }
+    }
+    return { x, y };
+  }
+
+  function mouse(el, type, x, y) {
+    const view = el.ownerDocument.defaultView;
+    const Ctor = type.startsWith('pointer') && view.PointerEvent ? view.PointerEvent : view.MouseEvent;
+    el.dispatchEvent(new Ctor(type, { bubbles: true, cancelable: true, composed: true, view, clientX: x, clientY: y, button: 0, buttons: type.endsWith('down') ? 1 : 0, pointerType: 'mouse', isPrimary: true }));
+  }
+
+  function click(params) {
+    const el = target(params);
+    checkVisible(el);
+    checkDisabled(el);
+    const { x, y } = reach(el);
+    const element = describe(el);
+    mouse(el, 'pointerdown', x, y);
+    mouse(el, 'mousedown', x, y);
+    if (typeof el.focus === 'function') el.focus({ preventScroll: true });
+    mouse(el, 'pointerup', x, y);
+    mouse(el, 'mouseup', x, y);
+    if (typeof el.click === 'function') el.click();
+    else mouse(el, 'click', x, y);
+    return { clicked: true, element };
+  }
+
+  const TEXT_INPUTS = /^(text|search|email|tel|url|password|number|date|datetime-local|month|time|week|color|range)$/;
+
+  function nativeValueSetter(el) {
+    const view = el.ownerDocument.defaultView;
+    const proto = el.localName === 'textarea' ? view.HTMLTextAreaElement.prototype : view.HTMLInputElement.prototype;
+    return Object.getOwnPropertyDescriptor(proto, 'value').set;
+  }
+
+  function fire(el, type, init) {
+    const view = el.ownerDocument.defaultView;
+    const Ctor = type === 'input' || type === 'beforeinput' ? view.InputEvent : type.startsWith('key') ? view.KeyboardEvent : view.Event;
+    return el.dispatchEvent(new Ctor(type, { bubbles: true, composed: true, cancelable: type !== 'input' && type !== 'change', ...init }));
+  }
+
+  function type(params) {
+    const { text = '', clear = true, submit = false } = params;
+    if (typeof text !== 'string') throw fail('invalid', 'text must be a string');
+    const el = target(params);
+    checkVisible(el);
+    checkDisabled(el);
+    const tag = el.localName;
+    const isField = (tag === 'input' && TEXT_INPUTS.test((el.type || 'text').toLowerCase())) || tag === 'textarea';
+    if (!isField && !el.isContentEditable) {
+      throw fail('element_state', `${describe(el)} does not take text (not an input, textarea or contenteditable)`, { state: 'not_editable', element: describe(el) });
+    }
+    if (isField && el.readOnly) throw fail('element_state', `${describe(el)} is read-only`, { state: 'readonly', element: describe(el) });
+    reach(el);
+    el.focus({ preventScroll: true });
+    let value;
+    if (isField) {
+      const next = clear ? text : el.value + text;
+      // The prototype's setter, not el.value: frameworks such as React track
+      // the value through the property and only see a change made beneath it.
+      nativeValueSetter(el).call(el, next);
+      fire(el, 'input', { inputType: 'insertText', data: text });
+      fire(el, 'change', {});
+      value = el.value;
+    } else {
+      const doc = el.ownerDocument;
+      const sel = doc.getSelection();
+      const range = doc.createRange();
+      range.selectNodeContents(el);
+      if (!clear) range.collapse(false);
+      sel.removeAllRanges();
+      sel.addRange(range);
+      let done = false;
+      try {
+        done = doc.execCommand('insertText', false, text);
+      } catch {
+        done = false;
+      }
+      if (!done) {
+        range.deleteContents();
+        range.insertNode(doc.createTextNode(text));
+        fire(el, 'input', { inputType: 'insertText', data: text });
+      }
+      value = el.textContent;
+    }
+    if (submit) {
+      const form = el.form || (el.closest && el.closest('form'));
+      const enter = { key: 'Enter', code: 'Enter', keyCode: 13, which: 13 };
+      const go = fire(el, 'keydown', enter);
+      fire(el, 'keypress', enter);
+      fire(el, 'keyup', enter);
+      if (go && form && typeof form.requestSubmit === 'function') form.requestSubmit();
+    }
+    return { typed: true, element: describe(el), value: el.type === 'password' ? '•'.repeat(value.length) : value };
+  }
+
+  function select(params) {
+    const { values } = params;
+    if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) throw fail('invalid', 'values must be a list of strings');
+    const el = target(params);
+    if (el.localName !== 'select') {
+      throw fail('element_state', `${describe(el)} is not a <select>; click its options instead`, { state: 'not_a_select', element: describe(el) });
+    }
+    checkVisible(el);
+    checkDisabled(el);
+    if (!el.multiple && values.length > 1) throw fail('invalid', `${describe(el)} takes one value, ${values.length} given`);
+    const options = [...el.options];
+    const chosen = values.map((v) => {
+      const o = options.find((opt) => opt.value === v) || options.find((opt) => S.clean(opt.label, 1000) === S.clean(v, 1000));
+      if (!o) {
+        throw fail('invalid', `${describe(el)} has no option ${JSON.stringify(v)}; its options: ${options.slice(0, 30).map((opt) => JSON.stringify(opt.value)).join(', ')}`);
+      }
+      if (o.disabled) throw fail('element_state', `option ${JSON.stringify(v)} of ${describe(el)} is disabled`, { state: 'disabled', element: describe(el) });
+      return o;
+    });
+    reach(el);
+    el.focus({ preventScroll: true });
+    for (const o of options) o.selected = chosen.includes(o);
+    fire(el, 'input', {});
+    fire(el, 'change', {});
+    return { selected: [...el.selectedOptions].map((o) => o.value) };
+  }
+
+  function scroll(params) {
+    const el = target(params, { optional: true });
+    if (el) {
+      el.scrollIntoView({ block: 'center', inline: 'nearest', behavior: 'instant' });
+    } else {
+      const { pixels = 500, direction = 'down' } = params;
+      if (typeof pixels !== 'number' || !Number.isFinite(pixels)) throw fail('invalid', 'pixels must be a number');
+      const d = { down: [0, 1], up: [0, -1], right: [1, 0], left: [-1, 0] }[direction];
+      if (!d) throw fail('invalid', `direction must be down, up, left or right, not ${JSON.stringify(direction)}`);
+      window.scrollBy({ left: d[0] * pixels, top: d[1] * pixels, behavior: 'instant' });
+    }
+    return { x: Math.round(window.scrollX), y: Math.round(window.scrollY) };
+  }
+
+  function info() {
+    return {
+      url: location.href,
+      title: document.title,
+      viewport: { width: window.innerWidth, height: window.innerHeight },
+      scroll: { x: Math.round(window.scrollX), y: Math.round(window.scrollY) },
+      ready_state: document.readyState,
+    };
+  }
+
+  function network() {
+    const origin = performance.timeOrigin;
+    const entries = [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')];
+    entries.sort((a, b) => a.startTime - b.startTime);
+    return {
+      requests: entries.slice(-30).map((e) => ({
+        url: e.name,
+        // The timeline does not record methods: navigations and subresources
+        // are GETs; a page's own fetch/XHR may have used another.
+        method: e.initiatorType === 'fetch' || e.initiatorType === 'xmlhttprequest' ? null : 'GET',
+        type: e.entryType === 'navigation' ? 'document' : e.initiatorType,
+        status: e.responseStatus || null,
+        duration_ms: Math.round(e.duration),
+        time: new Date(origin + e.startTime).toISOString(),
+      })),
+    };
+  }
+
+  const METHODS = { capture, snapshot, click, type, select, scroll, info, network };
+
+  async function call(method, params) {
+    const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : null;
+    if (!fn) return { ok: false, error: { reason: 'invalid', message: `unknown content method ${method}` } };
+    try {
+      return { ok: true, result: await fn(params || {}) };
+    } catch (err) {
+      if (err instanceof Failure) return { ok: false, error: { reason: err.reason, message: err.message, ...err.extra } };
+      return { ok: false, error: { reason: 'script_error', message: String((err && err.message) || err), stack: String((err && err.stack) || '') } };
+    }
+  }
+
+  global.FerryContent = Object.freeze({ call });
+})(globalThis);
