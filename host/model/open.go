@@ -1,0 +1,286 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/storage"
+)
+
+// Settings of this package.
+const (
+	SettingMaxRetries  = "model.max_retries"
+	SettingIdleTimeout = "model.stream_idle_timeout"
+)
+
+func init() {
+	config.Register(config.Setting{
+		Key:         SettingMaxRetries,
+		Description: "how many times a model call is retried after a 429, a 5xx or a network error (4: at most 5 tries); 400, 401, 403 and 404 are never retried",
+		Default:     "4",
+		Validate:    config.IntRange(0, 10),
+	})
+	config.Register(config.Setting{
+		Key:         SettingIdleTimeout,
+		Description: "seconds a model's answer stream may stay silent before the call is aborted and retried (0: never)",
+		Default:     strconv.Itoa(int(DefaultIdleTimeout / time.Second)),
+		Validate:    config.IntRange(0, 3600),
+	})
+}
+
+// ErrNoProvider means no provider is configured (or the asked one is not).
+var ErrNoProvider = errors.New("no model provider configured")
+
+// Key sources, as listings report them.
+const (
+	KeySourceSecret = "secret" // stored in the host's secrets
+	KeySourceEnv    = "env"    // read from the environment variable api_key_env
+	KeySourceNone   = "none"
+)
+
+// ProviderView is a provider as listings show it: never the key, only whether one is
+// available and where from.
+type ProviderView struct {
+	ID            string `json:"id"`
+	Kind          string `json:"kind"`
+	BaseURL       string `json:"base_url"`
+	Model         string `json:"model"`
+	ContextWindow int    `json:"context_window"` // effective: the kind's default when not set
+	MaxTokens     int    `json:"max_tokens"`     // effective; 0: the server chooses
+	APIKeyEnv     string `json:"api_key_env,omitempty"`
+	KeySet        bool   `json:"key_set"`
+	KeySource     string `json:"key_source"`
+	Default       bool   `json:"default"`
+}
+
+// resolveKey finds a provider's key: the environment variable when one is named and
+// set, else the stored secret.
+func resolveKey(ctx context.Context, db *storage.DB, p storage.ProviderConfig) (key, source string, err error) {
+	if p.APIKeyEnv != "" {
+		if v := strings.TrimSpace(os.Getenv(p.APIKeyEnv)); v != "" {
+			return v, KeySourceEnv, nil
+		}
+	}
+	b, ok, err := db.Secret(ctx, storage.ProviderSecretKey(p.ID))
+	if err != nil {
+		return "", "", err
+	}
+	if ok && len(b) > 0 {
+		return string(b), KeySourceSecret, nil
+	}
+	return "", KeySourceNone, nil
+}
+
+// View describes a stored provider for a listing.
+func View(ctx context.Context, db *storage.DB, p storage.ProviderConfig) (ProviderView, error) {
+	_, src, err := resolveKey(ctx, db, p)
+	if err != nil {
+		return ProviderView{}, err
+	}
+	v := ProviderView{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
+		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default}
+	if v.ContextWindow <= 0 {
+		v.ContextWindow = DefaultContextWindow(p.Kind)
+	}
+	if v.MaxTokens <= 0 {
+		v.MaxTokens = DefaultMaxTokens(p.Kind)
+	}
+	return v, nil
+}
+
+// List describes every provider, the default first.
+func List(ctx context.Context, db *storage.DB) ([]ProviderView, error) {
+	ps, err := db.Providers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []ProviderView{}
+	for _, p := range ps {
+		v, err := View(ctx, db, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// Open returns the provider id ("" for the default), ready to call, with the retry
+// policy of the settings.
+func Open(ctx context.Context, db *storage.DB, id string) (Provider, error) {
+	var (
+		p   storage.ProviderConfig
+		err error
+	)
+	if id == "" {
+		p, err = db.DefaultProvider(ctx)
+	} else {
+		p, err = db.Provider(ctx, id)
+	}
+	if errors.Is(err, storage.ErrProviderNotFound) {
+		if id == "" {
+			return nil, fmt.Errorf("%w: run `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin` (or add one in the options page)", ErrNoProvider)
+		}
+		return nil, fmt.Errorf("%w with id %q: `ferry provider list` shows the configured ones", ErrNoProvider, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, _, err := resolveKey(ctx, db, p)
+	if err != nil {
+		return nil, err
+	}
+	if key == "" && p.APIKeyEnv != "" {
+		return nil, fmt.Errorf("model provider %q reads its API key from $%s, which is empty in the host's environment (a host started by the browser inherits the browser's environment): set it, or store the key with `ferry provider add %s … --api-key-stdin`", p.ID, p.APIKeyEnv, p.ID)
+	}
+	if key == "" && p.Kind == KindAnthropic {
+		return nil, fmt.Errorf("model provider %q (anthropic) has no API key: store one with `ferry provider add %s … --api-key-stdin` or name an environment variable with --api-key-env", p.ID, p.ID)
+	}
+	retry := DefaultRetry
+	retry.MaxRetries = intSetting(ctx, db, SettingMaxRetries, retry.MaxRetries)
+	idle := time.Duration(intSetting(ctx, db, SettingIdleTimeout, int(DefaultIdleTimeout/time.Second))) * time.Second
+	if idle == 0 {
+		idle = -1 // 0 in the setting means never; in Config it means the default
+	}
+	return New(Config{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
+		MaxTokens: p.MaxTokens, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry})
+}
+
+func intSetting(ctx context.Context, db *storage.DB, key string, def int) int {
+	v, ok, err := db.GetSetting(ctx, key)
+	if err != nil || !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// SaveParams is a provider to create or update, from the command line or the
+// options page. Key is write-only: stored as a secret, never read back.
+type SaveParams struct {
+	ID            string  `json:"id"`
+	Kind          string  `json:"kind"`
+	BaseURL       string  `json:"base_url"`
+	Model         string  `json:"model"`
+	ContextWindow int     `json:"context_window,omitempty"`
+	MaxTokens     int     `json:"max_tokens,omitempty"`
+	APIKeyEnv     string  `json:"api_key_env,omitempty"`
+	Default       bool    `json:"default,omitempty"`
+	Key           *string `json:"key,omitempty"`       // nil: keep the stored key; "": remove it
+	ClearKey      bool    `json:"clear_key,omitempty"` // remove the stored key
+}
+
+// Save validates and stores a provider, and its key when one is given. It reports
+// whether a provider of that id existed (and was replaced).
+func Save(ctx context.Context, db *storage.DB, s SaveParams) (ProviderView, bool, error) {
+	s.BaseURL = strings.TrimRight(strings.TrimSpace(s.BaseURL), "/")
+	if err := ValidateConfig(s.ID, s.Kind, s.BaseURL, s.Model); err != nil {
+		return ProviderView{}, false, err
+	}
+	if s.ContextWindow < 0 || s.MaxTokens < 0 {
+		return ProviderView{}, false, invalidf("context window and max tokens must be positive (0 or absent: the kind's default)")
+	}
+	if s.MaxTokens > 0 && s.ContextWindow > 0 && s.MaxTokens >= s.ContextWindow {
+		return ProviderView{}, false, invalidf("max tokens (%d) must be smaller than the context window (%d)", s.MaxTokens, s.ContextWindow)
+	}
+	if s.APIKeyEnv != "" && !validEnvName(s.APIKeyEnv) {
+		return ProviderView{}, false, invalidf("api key env %q is not an environment variable name (letters, digits and _, e.g. OPENAI_API_KEY)", s.APIKeyEnv)
+	}
+	if s.Key != nil {
+		k := strings.TrimSpace(*s.Key)
+		if strings.ContainsAny(k, "\r\n\t ") {
+			return ProviderView{}, false, invalidf("the API key contains spaces or line breaks: paste only the key")
+		}
+		s.Key = &k
+	}
+	saved, existed, err := db.SaveProvider(ctx, storage.ProviderConfig{ID: s.ID, Kind: s.Kind, BaseURL: s.BaseURL, Model: s.Model,
+		ContextWindow: s.ContextWindow, MaxTokens: s.MaxTokens, APIKeyEnv: s.APIKeyEnv, Default: s.Default})
+	if err != nil {
+		return ProviderView{}, false, err
+	}
+	switch {
+	case s.ClearKey || (s.Key != nil && *s.Key == ""):
+		err = db.DeleteSecret(ctx, storage.ProviderSecretKey(s.ID))
+	case s.Key != nil:
+		err = db.SetSecret(ctx, storage.ProviderSecretKey(s.ID), []byte(*s.Key))
+	case !existed:
+		// A new provider must not inherit a key left by an older one of the same id.
+		err = db.DeleteSecret(ctx, storage.ProviderSecretKey(s.ID))
+	}
+	if err != nil {
+		return ProviderView{}, existed, err
+	}
+	v, err := View(ctx, db, saved)
+	return v, existed, err
+}
+
+func validEnvName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case i > 0 && r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// TestResult is the outcome of a tiny real call to a provider.
+type TestResult struct {
+	ID        string    `json:"id"`
+	Model     string    `json:"model"`
+	OK        bool      `json:"ok"`
+	LatencyMS int64     `json:"latency_ms"`
+	Reply     string    `json:"reply,omitempty"`
+	Usage     Usage     `json:"usage"`
+	Attempts  int       `json:"attempts"`
+	Error     string    `json:"error,omitempty"`
+	Status    int       `json:"status,omitempty"`
+	Fix       string    `json:"fix,omitempty"`
+	Time      time.Time `json:"time"`
+}
+
+// Test makes a tiny real call ("Reply with the word ok") and reports its latency,
+// reply and usage, or the error and its fix. Retries are limited to one so a test
+// of a broken provider answers quickly.
+func Test(ctx context.Context, db *storage.DB, id string) TestResult {
+	res := TestResult{ID: id, Time: time.Now()}
+	p, err := Open(ctx, db, id)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	res.ID, res.Model = p.Info().ID, p.Info().Model
+	if c, ok := p.(*client); ok {
+		c.retry.MaxRetries = min(c.retry.MaxRetries, 1)
+	}
+	start := time.Now()
+	resp, err := p.Stream(ctx, Request{
+		// No max_tokens: a reasoning model may need many before it answers, and
+		// OpenAI's newer models refuse the parameter.
+		Messages: []Message{{Role: RoleUser, Content: "Reply with the word ok"}},
+	}, nil, func(Attempt) { res.Attempts++ })
+	res.LatencyMS = time.Since(start).Milliseconds()
+	if err != nil {
+		res.Error = err.Error()
+		var me *Error
+		if errors.As(err, &me) {
+			short := *me
+			short.Fix = ""
+			res.Error, res.Status, res.Fix = short.Error(), me.Status, me.Fix
+		}
+		return res
+	}
+	res.OK, res.Reply, res.Usage = true, strings.TrimSpace(resp.Text), resp.Usage
+	return res
+}
