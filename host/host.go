@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
@@ -45,11 +47,7 @@ type Host struct {
 func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	h := &Host{DB: db, DataDir: dataDir, Log: log, Methods: NewMethods(), now: time.Now}
 	h.started = h.now()
-	tb, err := OpenToolbox(db, log, func(method string, params any) {
-		if c := h.Conn(); c != nil {
-			c.Notify(method, params)
-		}
-	})
+	tb, err := OpenToolbox(db, log, h)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +65,17 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 			tb.Close()
 			return nil, err
 		}
+	}
+	register := func(name string, fn func(context.Context, json.RawMessage) (any, error)) error {
+		return h.Methods.Register(name, fn)
+	}
+	if err := model.RegisterMethods(register, db); err != nil {
+		tb.Close()
+		return nil, err
+	}
+	if err := agent.RegisterMethods(h.Methods.Register, tb.Agent); err != nil {
+		tb.Close()
+		return nil, err
 	}
 	return h, nil
 }
@@ -105,7 +114,7 @@ func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	h.conn = conn
 	h.connMu.Unlock()
 	// Confirmations and ask_user go to the extension while it is connected.
-	h.Tools.Registry.SetUI(connUI{conn})
+	h.Tools.Registry.SetUI(h.Tools.Agent.WrapUI(connUI{conn}))
 	defer func() {
 		h.Tools.Registry.SetUI(nil)
 		h.connMu.Lock()

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/browser"
+	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/search"
 	"github.com/ferryhq/ferry/host/tasks"
 	"github.com/ferryhq/ferry/host/tools"
@@ -18,44 +21,78 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Toolbox is the tool registry with the audit log behind it.
+// Toolbox is the tool registry with the audit log behind it, and the agent that
+// uses them.
 type Toolbox struct {
 	Registry *tools.Registry
 	Audit    *storage.AuditLog
+	Agent    *agent.Manager
 }
 
-// Close writes every queued audit row. Call it before closing the database.
-func (t *Toolbox) Close() error { return t.Audit.Close() }
+// Close marks live runs interrupted (so they can be resumed) and writes every queued
+// audit row. Call it before closing the database.
+func (t *Toolbox) Close() error {
+	t.Agent.Close()
+	return t.Audit.Close()
+}
+
+// Extension is the browser side of the host while it is connected: the tab tools
+// and the live task list go through its connection. The CLI passes nil.
+type Extension interface {
+	Conn() *protocol.Conn // nil while no extension is connected
+}
 
 // OpenToolbox builds the registry every caller uses: host mode and `ferry tools` /
-// `ferry call` both come through here, so the tools they offer can never differ.
-//
-// notify, when set, sends a notification to the connected UI (the task list's live
-// updates); the CLI passes nil.
-func OpenToolbox(db *storage.DB, log zerolog.Logger, notify func(method string, params any)) (*Toolbox, error) {
+// `ferry call` / `ferry run` all come through here, so the tools they offer can never
+// differ.
+func OpenToolbox(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
+	conn := func() *protocol.Conn {
+		if ext == nil {
+			return nil
+		}
+		return ext.Conn()
+	}
 	audit := db.OpenAuditLog(storage.AuditOptions{
 		Retention: func() time.Duration { return tools.AuditRetention(context.Background(), db) },
 		OnError:   func(err error) { log.Error().Err(err).Msg("audit log") },
 	})
 	reg := tools.NewRegistry(tools.Options{Settings: db, Audit: audit, Log: log, Now: db.Now})
 	onTasks := func(conversationID string, list []tasks.Task) {
-		if notify != nil {
-			notify("tasks.changed", map[string]any{"conversation_id": conversationID, "tasks": list})
+		if c := conn(); c != nil {
+			c.Notify("tasks.changed", map[string]any{"conversation_id": conversationID, "tasks": list})
 		}
 	}
 	builtins := []tools.Tool{tools.AskUser(reg)}
-	// No Summarizer yet: web_fetch's prompt says a model must be configured first.
-	builtins = append(builtins, web.Tools(web.Deps{Settings: db})...)
+	sum := summarizer{db}
+	builtins = append(builtins, web.Tools(web.Deps{Settings: db, Summarizer: sum})...)
 	builtins = append(builtins, search.Tools(search.Deps{Settings: db, Secrets: db})...)
 	builtins = append(builtins, workspace.Tools(workspace.Deps{Store: db})...)
 	builtins = append(builtins, tasks.Tools(tasks.Deps{Store: db, OnChange: onTasks})...)
+	// The browser tools are registered even without a browser: they are listed as
+	// unavailable with the reason, and the model learns why it cannot use them.
+	builtins = append(builtins, browser.Tools(browser.Deps{Browser: browser.ConnBrowser(conn), Settings: db, Summarizer: sum})...)
 	for _, t := range builtins {
 		if err := reg.Register(t); err != nil {
 			audit.Close()
 			return nil, fmt.Errorf("registering builtin tool: %w", err)
 		}
 	}
-	return &Toolbox{Registry: reg, Audit: audit}, nil
+	// The manager registers the agent tool (sub-agents) into the registry itself.
+	mgr, err := agent.NewManager(agent.Options{
+		DB: db, Registry: reg, Log: log,
+		Open: func(ctx context.Context, id string) (model.Provider, error) { return model.Open(ctx, db, id) },
+		Notify: func(ev agent.Event) {
+			if c := conn(); c != nil {
+				c.Notify("chat.event", ev)
+			}
+		},
+		Browser: func() bool { return conn() != nil },
+	})
+	if err != nil {
+		audit.Close()
+		return nil, fmt.Errorf("starting the agent: %w", err)
+	}
+	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr}, nil
 }
 
 // connUI asks the person through the extension over the native connection.

@@ -16,7 +16,5 @@ func notYet(what string) func([]string, io.Writer, io.Writer) int {
 }
 
 var (
-	cmdProvider = notYet("`ferry provider` (model providers)")
-	cmdRun      = notYet("`ferry run` (the agent runtime)")
-	cmdDemo     = notYet("`ferry demo` (the demo pages)")
+	cmdDemo = notYet("`ferry demo` (the demo pages)")
 )

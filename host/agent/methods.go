@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/ferryhq/ferry/protocol"
+	"github.com/ferryhq/ferry/storage"
+)
+
+// RegisterMethods adds the chat, conversation and run methods to a method table:
+// pass the host's Methods.Register. Events of the runs started here go wherever
+// Options.Notify sends them (the host: chat.event notifications).
+func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](register func(string, F) error, m *Manager) error {
+	for name, fn := range map[string]func(context.Context, json.RawMessage) (any, error){
+		"chat.send":            m.chatSend,
+		"chat.cancel":          m.chatCancel,
+		"chat.resume":          m.chatResume,
+		"conversations.list":   m.conversationsList,
+		"conversations.get":    m.conversationsGet,
+		"conversations.rename": m.conversationsRename,
+		"conversations.delete": m.conversationsDelete,
+		"runs.get":             m.runsGet,
+	} {
+		if err := register(name, F(fn)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decode(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+func invalid(format string, a ...any) error {
+	return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: "+format, a...)
+}
+
+// wire maps the agent's errors to protocol errors: a caller's mistake is invalid
+// params with the reason; anything else passes as it is.
+func wire(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrConversationNotFound), errors.Is(err, storage.ErrRunNotFound),
+		errors.Is(err, ErrBusy), errors.Is(err, ErrNothingToResume):
+		return protocol.Errorf(protocol.CodeInvalidParams, "%s", err.Error())
+	}
+	return err
+}
+
+type sendParams struct {
+	Text           string `json:"text"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	TabID          int    `json:"tab_id,omitempty"`
+	Origin         string `json:"origin,omitempty"`
+	ProviderID     string `json:"provider_id,omitempty"`
+}
+
+type started struct {
+	ConversationID string `json:"conversation_id"`
+	RunID          string `json:"run_id"`
+}
+
+func (m *Manager) chatSend(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p sendParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Text) == "" {
+		return nil, invalid("chat.send needs the message text")
+	}
+	r, err := m.Send(ctx, SendRequest{Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID})
+	if err != nil {
+		return nil, wire(err)
+	}
+	return started{r.ConversationID, r.ID}, nil
+}
+
+func (m *Manager) chatCancel(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		RunID string `json:"run_id"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.RunID == "" {
+		return nil, invalid("chat.cancel needs run_id")
+	}
+	return map[string]bool{"cancelled": m.Cancel(p.RunID)}, nil
+}
+
+type conversationParams struct {
+	ConversationID string `json:"conversation_id"`
+}
+
+func (p conversationParams) check(method string) error {
+	if p.ConversationID == "" {
+		return invalid("%s needs conversation_id", method)
+	}
+	return nil
+}
+
+func (m *Manager) chatResume(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p conversationParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := p.check("chat.resume"); err != nil {
+		return nil, err
+	}
+	r, err := m.Resume(ctx, p.ConversationID, nil)
+	if err != nil {
+		return nil, wire(err)
+	}
+	return started{r.ConversationID, r.ID}, nil
+}
+
+func (m *Manager) conversationsList(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Limit int `json:"limit,omitempty"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Limit < 0 {
+		return nil, invalid("limit cannot be negative")
+	}
+	list, err := m.db.ListConversations(ctx, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"conversations": list}, nil
+}
+
+func (m *Manager) conversationsGet(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p conversationParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := p.check("conversations.get"); err != nil {
+		return nil, err
+	}
+	c, err := m.db.GetConversation(ctx, p.ConversationID)
+	if err != nil {
+		return nil, wire(err)
+	}
+	msgs, err := m.db.Messages(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := m.db.ListRuns(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := m.db.ListTasks(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{"conversation": c, "messages": msgs, "runs": runs, "tasks": tasks}
+	if r := m.ActiveRun(c.ID); r != nil {
+		out["active_run_id"] = r.ID
+	}
+	return out, nil
+}
+
+func (m *Manager) conversationsRename(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		ConversationID string `json:"conversation_id"`
+		Title          string `json:"title"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.ConversationID == "" || strings.TrimSpace(p.Title) == "" {
+		return nil, invalid("conversations.rename needs conversation_id and a non-empty title")
+	}
+	t := strings.TrimSpace(p.Title)
+	c, err := m.db.UpdateConversation(ctx, p.ConversationID, storage.ConversationUpdate{Title: &t})
+	if err != nil {
+		return nil, wire(err)
+	}
+	return map[string]any{"conversation": c}, nil
+}
+
+func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p conversationParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := p.check("conversations.delete"); err != nil {
+		return nil, err
+	}
+	// A run still going would write into a conversation that no longer exists.
+	if r := m.ActiveRun(p.ConversationID); r != nil {
+		r.Cancel()
+		<-r.Done()
+	}
+	if err := m.db.DeleteConversation(ctx, p.ConversationID); err != nil {
+		return nil, wire(err)
+	}
+	return map[string]bool{"deleted": true}, nil
+}
+
+func (m *Manager) runsGet(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		RunID string `json:"run_id"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.RunID == "" {
+		return nil, invalid("runs.get needs run_id")
+	}
+	r, err := m.db.GetRun(ctx, p.RunID)
+	if err != nil {
+		return nil, wire(err)
+	}
+	calls, err := m.db.ModelCalls(ctx, p.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"run": r, "model_calls": calls}, nil
+}

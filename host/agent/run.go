@@ -1,0 +1,504 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferryhq/ferry/host/model"
+	"github.com/ferryhq/ferry/host/tasks"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/storage"
+)
+
+// Run is one pass of the loop over a conversation, or one sub-agent.
+type Run struct {
+	ID             string
+	ConversationID string
+
+	m      *Manager
+	prov   model.Provider
+	bus    *bus
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	out    Outcome
+	onEnd  func()
+
+	traceID string
+	depth   int
+	tabID   int
+	// persist: messages go to the conversation (top-level runs); stored: the run
+	// has a row in runs and its model calls are recorded.
+	persist, stored bool
+
+	// Sub-agents: the parent run, the type, and which tools it may use.
+	parent    *Run
+	agentType string
+	allow     func(tools.Listing) bool
+	extra     string // added to the system prompt
+
+	history  []model.Message
+	ordinals []int64 // each history message's stored ordinal (persisted runs)
+
+	mu sync.Mutex
+	// children counts the sub-agents this run started; the run waits for them
+	// before its end is recorded (the pipeline returns a cancelled call at once,
+	// without waiting for its handler). Once ending, it starts no more.
+	children  int
+	ending    bool
+	childGone *sync.Cond
+	usage     model.Usage
+	toolCalls int
+	noTools   bool
+}
+
+// addChild counts a sub-agent in; false when the run is already ending.
+func (r *Run) addChild() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ending {
+		return false
+	}
+	r.children++
+	return true
+}
+
+func (r *Run) childDone() {
+	r.mu.Lock()
+	r.children--
+	r.childGone.Broadcast()
+	r.mu.Unlock()
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	Status string      `json:"status"` // storage.RunCompleted, RunFailed, RunCancelled, RunInterrupted
+	Text   string      `json:"text"`
+	Error  string      `json:"error,omitempty"`
+	Usage  model.Usage `json:"usage"`
+}
+
+// Subscribe adds a listener to the run's events from now on; the returned function
+// removes it.
+func (r *Run) Subscribe(fn func(Event)) (unsubscribe func()) { return r.bus.subscribe(fn) }
+
+// Done is closed when the run has ended and its end is recorded.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Outcome is how the run ended; valid once Done is closed.
+func (r *Run) Outcome() Outcome { <-r.done; return r.out }
+
+// Wait waits for the run to end, or for ctx.
+func (r *Run) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case <-r.done:
+		return r.out, nil
+	case <-ctx.Done():
+		return Outcome{}, ctx.Err()
+	}
+}
+
+// Cancel stops the run: the model call or the tool calls under way are cancelled,
+// and the run ends as cancelled.
+func (r *Run) Cancel() { r.cancel(errUserStop) }
+
+type runKey struct{}
+
+// runFromContext is the run whose tool call is being handled (the agent tool needs
+// its parent).
+func runFromContext(ctx context.Context) *Run {
+	r, _ := ctx.Value(runKey{}).(*Run)
+	return r
+}
+
+func (r *Run) publish(ev Event) {
+	ev.RunID, ev.ConversationID = r.ID, r.ConversationID
+	r.bus.publish(ev)
+}
+
+// execute runs the loop to its end, records the end and announces it.
+func (r *Run) execute() {
+	defer close(r.done)
+	defer r.cancel(nil)
+	r.publish(Event{Type: EventRunStarted, AgentType: r.agentType})
+	text, err := r.loop(r.ctx)
+	r.mu.Lock()
+	r.ending = true
+	for r.children > 0 {
+		r.childGone.Wait()
+	}
+	r.mu.Unlock()
+	out := Outcome{Status: storage.RunCompleted, Text: text}
+	r.mu.Lock()
+	out.Usage = r.usage
+	calls := r.toolCalls
+	r.mu.Unlock()
+	if err != nil {
+		out.Status, out.Error = storage.RunFailed, err.Error()
+		switch cause := context.Cause(r.ctx); {
+		case r.ctx.Err() == nil:
+		case errors.Is(cause, errShutdown):
+			out.Status = storage.RunInterrupted
+			out.Error = "the host process is exiting; resume the conversation to go on"
+		case errors.Is(cause, errUserStop):
+			out.Status, out.Error = storage.RunCancelled, "cancelled"
+		case errors.Is(cause, errSubTimeout):
+			out.Error = cause.Error()
+		default:
+			out.Status, out.Error = storage.RunCancelled, "cancelled: "+cause.Error()
+		}
+		var ce *cancelled
+		if errors.As(err, &ce) {
+			out.Status, out.Error = storage.RunCancelled, ce.reason
+		}
+	}
+	r.out = out
+	if r.stored {
+		if ferr := r.m.db.FinishRun(context.Background(), r.ID, out.Status, out.Error, out.Usage.InputTokens, out.Usage.OutputTokens, calls); ferr != nil {
+			r.m.log.Error().Err(ferr).Str("run", r.ID).Msg("recording the end of a run")
+		}
+	}
+	// Forgotten before the end is announced, so a listener that answers the end
+	// with a new message finds the conversation free.
+	if r.onEnd != nil {
+		r.onEnd()
+	}
+	if out.Status == storage.RunCompleted {
+		u := out.Usage
+		r.publish(Event{Type: EventRunFinished, Text: text, Usage: &u, Status: out.Status})
+	} else {
+		r.publish(Event{Type: EventRunFailed, Error: out.Error, Status: out.Status})
+	}
+}
+
+// cancelled ends a run as cancelled with a reason of its own (the person said no to
+// going on after the loop guard stopped it).
+type cancelled struct{ reason string }
+
+func (c *cancelled) Error() string { return c.reason }
+
+// load reads the conversation's history as the model is to see it: from the newest
+// summary on.
+func (r *Run) load(ctx context.Context) error {
+	msgs, err := r.m.db.Messages(ctx, r.ConversationID)
+	if err != nil {
+		return err
+	}
+	start, from := -1, int64(0)
+	for i, m := range msgs {
+		if m.Role == storage.RoleSummary {
+			start, from = i, m.SummaryOf
+		}
+	}
+	if start >= 0 {
+		r.history = append(r.history, summaryMessage(msgs[start].Content))
+		r.ordinals = append(r.ordinals, msgs[start].Ordinal)
+	}
+	for _, m := range msgs {
+		if m.Role == storage.RoleSummary || m.Ordinal <= from {
+			continue
+		}
+		msg := model.Message{Role: model.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Images: m.Images}
+		if len(m.ToolCalls) > 0 {
+			if err := json.Unmarshal(m.ToolCalls, &msg.ToolCalls); err != nil {
+				return fmt.Errorf("message %d of conversation %s: tool calls: %w", m.Ordinal, r.ConversationID, err)
+			}
+		}
+		r.history = append(r.history, msg)
+		r.ordinals = append(r.ordinals, m.Ordinal)
+	}
+	return nil
+}
+
+// append adds a message to the history, and to the conversation when the run
+// persists.
+func (r *Run) append(ctx context.Context, msg model.Message) error {
+	var ord int64
+	if r.persist {
+		sm := storage.StoredMessage{Role: string(msg.Role), Content: msg.Content, ToolCallID: msg.ToolCallID, Images: msg.Images, RunID: r.ID}
+		if len(msg.ToolCalls) > 0 {
+			sm.ToolCalls, _ = json.Marshal(msg.ToolCalls)
+		}
+		var err error
+		// The record must survive a cancelled run: what the model said and what the
+		// tools did has happened.
+		if ord, err = r.m.db.AppendMessage(context.WithoutCancel(ctx), r.ConversationID, sm); err != nil {
+			return err
+		}
+	}
+	r.history = append(r.history, msg)
+	r.ordinals = append(r.ordinals, ord)
+	return nil
+}
+
+// answerDangling gives every tool call of the last assistant turn that has no result
+// (the host exited while it ran) a result saying so, as the vendors require one per
+// call and the model must know the call may have had effects.
+func (r *Run) answerDangling(ctx context.Context) error {
+	for i := len(r.history) - 1; i >= 0; i-- {
+		msg := r.history[i]
+		if msg.Role != model.RoleAssistant {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, later := range r.history[i+1:] {
+			if later.Role == model.RoleTool {
+				answered[later.ToolCallID] = true
+			}
+		}
+		for _, c := range msg.ToolCalls {
+			if answered[c.ID] {
+				continue
+			}
+			res := tools.Result{Code: tools.CodeHandlerError, Reason: "the host process exited before this call's result arrived; it may have had effects: check before repeating it"}
+			if err := r.append(ctx, toolMessage(c.ID, res)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+func toolMessage(id string, res tools.Result) model.Message {
+	b, err := json.Marshal(res)
+	if err != nil {
+		b, _ = json.Marshal(tools.Result{Code: tools.CodeHandlerError, Reason: "the result could not be encoded as JSON: " + err.Error()})
+	}
+	return model.Message{Role: model.RoleTool, ToolCallID: id, Content: string(b)}
+}
+
+// loop is the agent loop: ask the model, run the tools it asks for, give it the
+// results, until it answers without calling a tool.
+func (r *Run) loop(ctx context.Context) (string, error) {
+	maxCalls := intSetting(ctx, r.m.db, SettingMaxToolCalls)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", context.Cause(ctx)
+		}
+		offer := r.offer(ctx)
+		req := model.Request{System: r.system(ctx), Messages: r.history, Tools: offer.specs}
+		if err := r.maybeCompact(ctx, &req); err != nil {
+			return "", err
+		}
+		resp, err := r.callModel(ctx, "turn", req, offer.unavailable, true)
+		if err != nil {
+			return "", err
+		}
+		calls := sanitize(resp.ToolCalls)
+		if err := r.append(ctx, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: calls}); err != nil {
+			return "", err
+		}
+		if len(calls) == 0 {
+			return resp.Text, nil
+		}
+		capped := r.noTools
+		budget := len(calls)
+		if maxCalls > 0 {
+			r.mu.Lock()
+			if left := maxCalls - r.toolCalls; left < budget {
+				budget = max(left, 0)
+				r.noTools = true
+			}
+			r.mu.Unlock()
+		}
+		if capped {
+			budget = 0
+		}
+		results := r.runTools(ctx, calls[:budget], offer)
+		for range calls[budget:] {
+			results = append(results, tools.Result{Code: tools.CodeRateLimited, Reason: fmt.Sprintf(
+				"this run has made the most tool calls it may (%d, setting %s): answer now with what you have", maxCalls, SettingMaxToolCalls)})
+		}
+		for i, c := range calls {
+			if err := r.append(ctx, toolMessage(c.ID, results[i])); err != nil {
+				return "", err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return "", context.Cause(ctx)
+		}
+		if capped {
+			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s)", maxCalls, SettingMaxToolCalls)
+		}
+		if err := r.loopGuard(ctx, calls, results); err != nil {
+			return "", err
+		}
+	}
+}
+
+// sanitize keeps every tool call's arguments valid JSON, so the history can always be
+// stored and sent again: arguments that do not parse are kept as a JSON string of
+// the text the model produced (the pipeline reports them as INVALID_PARAMS).
+func sanitize(calls []model.ToolCall) []model.ToolCall {
+	for i, c := range calls {
+		if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+			b, _ := json.Marshal(string(c.Arguments))
+			calls[i].Arguments = b
+		}
+		if calls[i].ID == "" {
+			calls[i].ID = "call_" + strconv.Itoa(i) + "_" + newID()[:8]
+		}
+	}
+	return calls
+}
+
+// offer is the tools of one turn.
+type offer struct {
+	specs       []model.ToolSpec
+	unavailable []tools.Unavailable
+	byModel     map[string]tools.Listing
+}
+
+func (r *Run) offer(ctx context.Context) offer {
+	o := offer{byModel: map[string]tools.Listing{}}
+	avail, unavail := r.m.reg.List(ctx, r.tabID)
+	if r.noTools {
+		o.unavailable = unavail
+		return o
+	}
+	for _, l := range avail {
+		if r.allow != nil && !r.allow(l) {
+			continue
+		}
+		o.specs = append(o.specs, model.ToolSpec{Name: l.ModelName, Description: l.Description, Parameters: l.Parameters})
+		o.byModel[l.ModelName] = l
+	}
+	for _, u := range unavail {
+		if r.allow != nil && !r.allow(tools.Listing{Name: u.Name, ModelName: u.Name}) {
+			continue
+		}
+		o.unavailable = append(o.unavailable, u)
+	}
+	return o
+}
+
+// runTools runs one turn's calls: concurrently, except that calls that write to the
+// same tab run one after another in the order the model gave them (two writes racing
+// on one page would make both results meaningless).
+func (r *Run) runTools(ctx context.Context, calls []model.ToolCall, o offer) []tools.Result {
+	results := make([]tools.Result, len(calls))
+	chains := map[string][]int{}
+	var keys []string
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		l, ok := o.byModel[c.Name]
+		if ok && l.Kind == tools.KindWrite {
+			k := r.tabKey(c.Arguments)
+			if _, seen := chains[k]; !seen {
+				keys = append(keys, k)
+			}
+			chains[k] = append(chains[k], i)
+			continue
+		}
+		wg.Go(func() { results[i] = r.callTool(ctx, c, o) })
+	}
+	for _, k := range keys {
+		chain := chains[k]
+		wg.Go(func() {
+			for _, i := range chain {
+				results[i] = r.callTool(ctx, calls[i], o)
+			}
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// tabKey is the tab a write is aimed at: its tab_id argument, or the conversation's
+// tab, which is where a tool without one acts.
+func (r *Run) tabKey(args json.RawMessage) string {
+	var p struct {
+		TabID json.Number `json:"tab_id"`
+	}
+	if json.Unmarshal(args, &p) == nil && p.TabID != "" {
+		return "tab:" + p.TabID.String()
+	}
+	return "tab:" + strconv.Itoa(r.tabID)
+}
+
+func (r *Run) callTool(ctx context.Context, c model.ToolCall, o offer) tools.Result {
+	start := time.Now()
+	r.publish(Event{Type: EventToolCallStarted, ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	var res tools.Result
+	name, known := r.m.reg.Resolve(c.Name, r.tabID)
+	if _, offered := o.byModel[c.Name]; !offered && known && r.allow != nil {
+		res = tools.Result{Code: tools.CodeNotFound, Reason: fmt.Sprintf("%s is not among the tools of a %s sub-agent; use the tools you were offered", c.Name, r.agentType)}
+	} else {
+		r.mu.Lock()
+		r.toolCalls++
+		r.mu.Unlock()
+		res = r.m.reg.Call(context.WithValue(ctx, runKey{}, r), &tools.Call{
+			ID: c.ID, Tool: c.Name, Arguments: c.Arguments, Caller: "model", TabID: r.tabID,
+			TraceID: r.traceID, Depth: r.depth, ConversationID: r.ConversationID, RunID: r.ID,
+		})
+	}
+	rc := res
+	r.publish(Event{Type: EventToolCallFinished, ID: c.ID, Name: c.Name, Result: &rc, Code: res.Code, DurationMS: time.Since(start).Milliseconds()})
+	if res.Success && (name == "create_task" || name == "update_task") {
+		r.tasksChanged(ctx)
+	}
+	return res
+}
+
+// tasksChanged announces the conversation's task list after the model changed it.
+func (r *Run) tasksChanged(ctx context.Context) {
+	conv := r.ConversationID
+	if conv == "" {
+		conv = tasks.DefaultConversation
+	}
+	list, err := r.m.db.ListTasks(ctx, conv)
+	if err != nil {
+		return
+	}
+	out := make([]tasks.Task, len(list))
+	for i, t := range list {
+		out[i] = tasks.Task{ID: strconv.FormatInt(t.ID, 10), Subject: t.Subject, Description: t.Description,
+			Status: t.Status, UpdatedAt: t.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z")}
+	}
+	r.publish(Event{Type: EventTasksChanged, Tasks: out})
+}
+
+// loopGuard pauses the run when the loop guard stopped a call, and asks the person
+// whether to go on. Without anyone to ask, the run ends with the guard's reason.
+func (r *Run) loopGuard(ctx context.Context, calls []model.ToolCall, results []tools.Result) error {
+	for i, res := range results {
+		if res.Code != tools.CodeLoopDetected {
+			continue
+		}
+		r.publish(Event{Type: EventLoopPaused, ID: calls[i].ID, Name: calls[i].Name, Error: res.Reason})
+		ui := r.m.reg.UI()
+		if ui == nil || r.parent != nil {
+			// A sub-agent does not stop its parent's person with its own loops: it
+			// fails, and the parent model sees why.
+			return fmt.Errorf("stopped by the loop guard: %s", res.Reason)
+		}
+		wait := time.Duration(intSetting(ctx, r.m.db, tools.SettingAskTimeout)) * time.Second
+		cctx, cancel := context.WithTimeout(context.WithValue(ctx, runKey{}, r), wait)
+		ok, err := ui.Confirm(cctx, tools.ConfirmRequest{
+			CallID: calls[i].ID, Tool: calls[i].Name, Arguments: calls[i].Arguments,
+			Message:   "The agent seems to be repeating itself: " + res.Reason + " Continue the run?",
+			TimeoutMS: wait.Milliseconds(),
+		})
+		cancel()
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err != nil || !ok {
+			return &cancelled{reason: "stopped by the loop guard, and the person chose not to continue: " + res.Reason}
+		}
+		return nil
+	}
+	return nil
+}
+
+// summaryMessage is how a compaction summary is put before the kept messages.
+func summaryMessage(summary string) model.Message {
+	return model.Message{Role: model.RoleUser, Content: "[Summary of the earlier part of this conversation, compacted to fit the model's context window]\n\n" + strings.TrimSpace(summary)}
+}

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/ferryhq/ferry/host/config"
+)
+
+// Settings keys of the agent (`ferry config list` documents them).
+const (
+	SettingSystemPrompt        = "agent.system_prompt"
+	SettingMaxToolCalls        = "agent.max_tool_calls"
+	SettingSubagentConcurrency = "agent.subagent_concurrency"
+	SettingDiagnosticsDays     = "diagnostics.retention_days"
+)
+
+func init() {
+	for _, s := range []config.Setting{
+		{Key: SettingSystemPrompt, Default: "",
+			Description: "your own instructions, added to the agent's built-in system prompt on every run"},
+		{Key: SettingMaxToolCalls, Default: "0", Validate: config.IntRange(0, 100000),
+			Description: "tool calls one run may make before it must answer (0: no cap; the loop guard still pauses repeated calls)"},
+		{Key: SettingSubagentConcurrency, Default: "4", Validate: config.IntRange(1, 64),
+			Description: "sub-agents (the agent tool) running at once in this host; more wait in a queue"},
+		{Key: SettingDiagnosticsDays, Default: "14", Validate: config.IntRange(0, 36500),
+			Description: "days the diagnostics records of model calls (the request as sent, the response) are kept; 0 keeps everything"},
+	} {
+		config.Register(s)
+	}
+}
+
+// Settings is where the agent reads settings (storage.DB satisfies it).
+type Settings interface {
+	GetSetting(ctx context.Context, key string) (string, bool, error)
+}
+
+// setting reads a key, falling back to its default when unset, unreadable or no
+// longer valid.
+func setting(ctx context.Context, src Settings, key string) string {
+	s, err := config.Lookup(key)
+	if err != nil {
+		panic(err) // our own key, registered above
+	}
+	if src != nil {
+		if v, ok, err := src.GetSetting(ctx, key); err == nil && ok && s.Check(v) == nil {
+			return v
+		}
+	}
+	return s.Default
+}
+
+func intSetting(ctx context.Context, src Settings, key string) int {
+	n, _ := strconv.Atoi(setting(ctx, src, key))
+	return n
+}

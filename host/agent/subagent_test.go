@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferryhq/ferry/host/model"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/storage"
+)
+
+func isSub(req model.Request) bool { return strings.Contains(req.System, "# You are a sub-agent") }
+
+func toolNames(req model.Request) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range req.Tools {
+		m[s.Name] = true
+	}
+	return m
+}
+
+func TestSubAgentTypesAndNoRecursion(t *testing.T) {
+	var mu sync.Mutex
+	offered := map[string]map[string]bool{}
+	p := &fakeProvider{}
+	p.route = func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		if isSub(req) {
+			var typ string
+			for _, n := range SubAgentTypeNames() {
+				if strings.Contains(req.System, "You are a "+n+" sub-agent") {
+					typ = n
+				}
+			}
+			mu.Lock()
+			offered[typ] = toolNames(req)
+			mu.Unlock()
+			if len(req.Messages) == 1 {
+				// It tries what it must not have.
+				return call("agent", `{"prompt":"deeper"}`, "ask_user", `{"question":"?"}`)(ctx, req, onDelta)
+			}
+			return say("sub answer from "+typ)(ctx, req, onDelta)
+		}
+		if len(req.Messages) == 1 {
+			return call("agent", `{"prompt":"look it up","type":"researcher","description":"research"}`,
+				"agent", `{"prompt":"operate","type":"page_operator"}`,
+				"agent", `{"prompt":"anything"}`,
+				"agent", `{"prompt":"x","type":"wizard"}`)(ctx, req, onDelta)
+		}
+		return say("all done")(ctx, req, onDelta)
+	}
+	e := newEnv(t, p)
+	r, out := e.send("delegate", "")
+	if out.Status != storage.RunCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	// researcher: its list only (web_search, tasks); page_operator: tasks (no page
+	// tools are registered); general: everything but ask_user and agent.
+	want := map[string][]string{
+		"researcher":    {"web_search", "create_task", "list_tasks", "update_task"},
+		"page_operator": {"create_task", "list_tasks", "update_task"},
+		"general":       {"web_search", "create_task", "echo", "poke", "broken"},
+	}
+	for typ, names := range want {
+		for _, n := range names {
+			if !offered[typ][n] {
+				t.Errorf("%s was not offered %s: %v", typ, n, offered[typ])
+			}
+		}
+		for _, n := range []string{"agent", "ask_user"} {
+			if offered[typ][n] {
+				t.Errorf("%s was offered %s", typ, n)
+			}
+		}
+	}
+	if offered["researcher"]["echo"] || offered["page_operator"]["web_search"] {
+		t.Errorf("filters let other tools through: %v / %v", offered["researcher"], offered["page_operator"])
+	}
+	// The parent's results: three answers and an INVALID_PARAMS naming the types.
+	final := p.requests()
+	var parentLast model.Request
+	for _, rq := range final {
+		if !isSub(rq) {
+			parentLast = rq
+		}
+	}
+	results := parentLast.Messages[2:]
+	for i, typ := range []string{"researcher", "page_operator", "general"} {
+		if !strings.Contains(results[i].Content, `"success":true`) || !strings.Contains(results[i].Content, "sub answer from "+typ) {
+			t.Errorf("agent result %d: %s", i, results[i].Content)
+		}
+	}
+	if !strings.Contains(results[3].Content, "INVALID_PARAMS") || !strings.Contains(results[3].Content, "page_operator") || !strings.Contains(results[3].Content, "researcher") {
+		t.Errorf("unknown type result: %s", results[3].Content)
+	}
+	// The sub-agents' own attempts at agent and ask_user were refused.
+	for _, rq := range final {
+		if isSub(rq) && len(rq.Messages) == 3 {
+			for _, m := range rq.Messages[1:] {
+				if !strings.Contains(m.Content, `"code":"NOT_FOUND"`) {
+					t.Errorf("sub-agent's forbidden call answered %s", m.Content)
+				}
+			}
+		}
+	}
+	// Sub-agent events reach the parent's listeners, labelled.
+	var subEvents int
+	for _, ev := range e.eventsOf(r.ID) {
+		if ev.Type == EventSubAgent {
+			subEvents++
+			if ev.ParentCallID == "" || ev.Event == nil || ev.AgentType == "" {
+				t.Fatalf("sub_agent_event %+v", ev)
+			}
+		}
+	}
+	if subEvents == 0 {
+		t.Fatal("no sub_agent_event")
+	}
+	// Each sub-agent's run is recorded under its parent's, with its model calls.
+	runs, _ := e.db.ListRuns(context.Background(), r.ConversationID)
+	var subs int
+	for _, run := range runs {
+		if run.ParentRunID == r.ID {
+			subs++
+			if run.Status != storage.RunCompleted {
+				t.Errorf("sub run %+v", run)
+			}
+			if calls, _ := e.db.ModelCalls(context.Background(), run.ID); len(calls) != 2 {
+				t.Errorf("sub run has %d model calls", len(calls))
+			}
+		}
+	}
+	if subs != 3 {
+		t.Errorf("%d sub runs recorded", subs)
+	}
+	// Sub-agents' messages stay out of the conversation.
+	msgs, _ := e.db.Messages(context.Background(), r.ConversationID)
+	if len(msgs) != 7 {
+		t.Errorf("conversation has %d messages", len(msgs))
+	}
+}
+
+func parentThenSubs(n int, sub step) step {
+	return func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		if isSub(req) {
+			return sub(ctx, req, onDelta)
+		}
+		if len(req.Messages) == 1 {
+			var args []string
+			for i := 0; i < n; i++ {
+				args = append(args, "agent", `{"prompt":"sub `+string(rune('a'+i))+`"}`)
+			}
+			return call(args...)(ctx, req, onDelta)
+		}
+		return say("parent done")(ctx, req, onDelta)
+	}
+}
+
+func TestSubAgentConcurrencyLimit(t *testing.T) {
+	var now, peak atomic.Int32
+	p := &fakeProvider{}
+	p.route = parentThenSubs(6, func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		n := now.Add(1)
+		for {
+			old := peak.Load()
+			if n <= old || peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		time.Sleep(80 * time.Millisecond)
+		now.Add(-1)
+		return say("ok")(ctx, req, onDelta)
+	})
+	e := newEnv(t, p)
+	e.set(SettingSubagentConcurrency, "2")
+	_, out := e.send("fan out", "")
+	if out.Status != storage.RunCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	if peak.Load() != 2 {
+		t.Fatalf("%d sub-agents ran at once, limit 2", peak.Load())
+	}
+	for _, m := range p.requests()[len(p.requests())-1].Messages[2:] {
+		if !strings.Contains(m.Content, `"success":true`) {
+			t.Fatalf("a queued sub-agent failed: %s", m.Content)
+		}
+	}
+}
+
+func TestSubAgentTimeout(t *testing.T) {
+	p := &fakeProvider{}
+	p.route = parentThenSubs(1, func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e := newEnv(t, p, func(o *Options) { o.SubagentTimeout = 150 * time.Millisecond })
+	start := time.Now()
+	r, out := e.send("slow", "")
+	if out.Status != storage.RunCompleted || time.Since(start) > 3*time.Second {
+		t.Fatalf("outcome %+v after %v", out, time.Since(start))
+	}
+	last := p.requests()[len(p.requests())-1]
+	if res := last.Messages[2].Content; !strings.Contains(res, `"code":"TIMEOUT"`) || !strings.Contains(res, "150ms") {
+		t.Fatalf("timed-out sub-agent's result: %s", res)
+	}
+	runs, _ := e.db.ListRuns(context.Background(), r.ConversationID)
+	for _, run := range runs {
+		if run.ParentRunID != "" && (run.Status != storage.RunFailed || !strings.Contains(run.Error, "did not finish in time")) {
+			t.Errorf("timed-out sub run %+v", run)
+		}
+	}
+}
+
+func TestSubAgentCancelCascades(t *testing.T) {
+	var running sync.WaitGroup
+	running.Add(3)
+	var sawCancel atomic.Int32
+	p := &fakeProvider{}
+	p.route = parentThenSubs(3, func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		running.Done()
+		<-ctx.Done()
+		sawCancel.Add(1)
+		return nil, ctx.Err()
+	})
+	e := newEnv(t, p)
+	r, err := e.m.Send(context.Background(), SendRequest{Text: "fan out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.Wait()
+	r.Cancel()
+	out := r.Outcome()
+	if out.Status != storage.RunCancelled || sawCancel.Load() != 3 {
+		t.Fatalf("outcome %+v; %d sub-agents saw the cancel", out, sawCancel.Load())
+	}
+	runs, _ := e.db.ListRuns(context.Background(), r.ConversationID)
+	for _, run := range runs {
+		if run.Status != storage.RunCancelled {
+			t.Errorf("run %s (parent %q) ended %s", run.ID, run.ParentRunID, run.Status)
+		}
+	}
+}
+
+func TestAgentToolOutsideARun(t *testing.T) {
+	p := &fakeProvider{steps: []step{say("standalone answer")}}
+	e := newEnv(t, p)
+	res := e.reg.Call(context.Background(), &tools.Call{Tool: "agent", Arguments: json.RawMessage(`{"prompt":"hi","type":"researcher"}`), Caller: "cli"})
+	if !res.Success || res.Result != "standalone answer" {
+		t.Fatalf("result %+v", res)
+	}
+	res = e.reg.Call(context.Background(), &tools.Call{Tool: "agent", Arguments: json.RawMessage(`{"prompt":"hi","type":"wizard"}`), Caller: "cli"})
+	if res.Code != tools.CodeInvalidParams || !strings.Contains(res.Reason, "researcher") {
+		t.Fatalf("unknown type %+v", res)
+	}
+}
+
+func TestSchedulerQueueIsFair(t *testing.T) {
+	s := newScheduler(func() int { return 1 })
+	rel, _ := s.acquire(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	gotA := make(chan func())
+	go func() { r, _ := s.acquire(context.Background()); gotA <- r }()
+	time.Sleep(20 * time.Millisecond)
+	errB := make(chan error)
+	go func() { _, err := s.acquire(ctx); errB <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-errB; err == nil {
+		t.Fatal("a cancelled waiter got a slot")
+	}
+	rel()
+	relA := <-gotA
+	relA()
+	if s.active != 0 || len(s.queue) != 0 {
+		t.Fatalf("active %d, queue %d", s.active, len(s.queue))
+	}
+}
