@@ -16,6 +16,7 @@ import (
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/model"
+	"github.com/ferryhq/ferry/host/pageactions"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
@@ -74,6 +75,10 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 		return nil, err
 	}
 	if err := agent.RegisterMethods(h.Methods.Register, tb.Agent); err != nil {
+		tb.Close()
+		return nil, err
+	}
+	if err := pageactions.RegisterMethods(h.Methods.Register, tb.Pages); err != nil {
 		tb.Close()
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/browser"
 	"github.com/ferryhq/ferry/host/model"
+	"github.com/ferryhq/ferry/host/pageactions"
 	"github.com/ferryhq/ferry/host/search"
 	"github.com/ferryhq/ferry/host/tasks"
 	"github.com/ferryhq/ferry/host/tools"
@@ -27,6 +28,8 @@ type Toolbox struct {
 	Registry *tools.Registry
 	Audit    *storage.AuditLog
 	Agent    *agent.Manager
+	// Pages holds the actions pages declare, per tab and frame (page.actions.*).
+	Pages *pageactions.Manager
 }
 
 // Close marks live runs interrupted (so they can be resumed) and writes every queued
@@ -77,6 +80,7 @@ func OpenToolbox(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, e
 			return nil, fmt.Errorf("registering builtin tool: %w", err)
 		}
 	}
+	pages := pageactions.New(reg, browser.ConnBrowser(conn), log)
 	// The manager registers the agent tool (sub-agents) into the registry itself.
 	mgr, err := agent.NewManager(agent.Options{
 		DB: db, Registry: reg, Log: log,
@@ -87,12 +91,13 @@ func OpenToolbox(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, e
 			}
 		},
 		Browser: func() bool { return conn() != nil },
+		Page:    pages,
 	})
 	if err != nil {
 		audit.Close()
 		return nil, fmt.Errorf("starting the agent: %w", err)
 	}
-	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr}, nil
+	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr, Pages: pages}, nil
 }
 
 // connUI asks the person through the extension over the native connection.

@@ -1,11 +1,14 @@
 // The service worker's message and port table. Only extension pages may reach
 // the host; content scripts will get their own, narrower entries.
 
-import { TIER_EXTENSION_PAGE } from './dispatcher.js';
+import { TIER_CONTENT_SCRIPT, TIER_EXTENSION_PAGE } from './dispatcher.js';
+import { PAGE_PORT } from './pageactions.js';
+import { PANEL_PORT } from './ui.js';
 
 export const STATUS_PORT = 'host-status';
 
-export function createRoutes(client) {
+/** `ui` is the side panel router (background/ui.js); without it no panel port exists. */
+export function createRoutes(client, { ui, pages } = {}) {
   const pagesOnly = [TIER_EXTENSION_PAGE];
   return {
     messages: {
@@ -38,6 +41,24 @@ export function createRoutes(client) {
           port.post(client.snapshot());
         },
       },
+      // The side panel: run events, prompts to answer, and the answers back.
+      ...(ui && {
+        [PANEL_PORT]: {
+          tiers: pagesOnly,
+          open(port) {
+            if (client.state === 'disconnected') client.connect();
+            ui.openPanel(port);
+          },
+        },
+      }),
+      // Page actions: the content-script bridges, one port per frame. The only
+      // route content scripts have; it reaches page.actions.* and nothing else.
+      ...(pages && {
+        [PAGE_PORT]: {
+          tiers: [TIER_CONTENT_SCRIPT],
+          open: (port) => pages.open(port),
+        },
+      }),
     },
   };
 }

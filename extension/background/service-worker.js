@@ -9,6 +9,8 @@ import { createHostClient } from '../lib/host-client.js';
 import { createDispatcher } from './dispatcher.js';
 import { createRoutes } from './routes.js';
 import { registerBrowserHandlers } from './browser/index.js';
+import { createUiRouter } from './ui.js';
+import { createPageActions } from './pageactions.js';
 
 const client = createHostClient({
   openPort: chromeApi.connectNative,
@@ -18,15 +20,24 @@ const client = createHostClient({
 // The browser tools' hands: host → extension requests (protocol/BROWSER.md).
 registerBrowserHandlers(client, chromeApi);
 
-const dispatcher = createDispatcher(createRoutes(client), {
+// Confirmations, ask_user and run events: to and from the side panel.
+const ui = createUiRouter({ client });
+
+// Actions pages declare (window.ferry, WebMCP): their bridges ↔ the host.
+const pages = createPageActions(client, chromeApi);
+pages.register();
+
+const dispatcher = createDispatcher(createRoutes(client, { ui, pages }), {
   runtimeId: chromeApi.runtimeId(),
   origin: chromeApi.extensionOrigin(),
 });
 
 chromeApi.onRuntimeMessage((message, sender) => dispatcher.dispatch(message, sender));
 chromeApi.onRuntimeConnect((port) => dispatcher.acceptPort(port));
-// Until the side panel exists, the toolbar button leads to the host status.
+// The toolbar button opens the side panel; where the side panel API is missing
+// the click still arrives here and leads to the host status instead.
 chromeApi.onActionClicked(() => chromeApi.openOptionsPage());
+chromeApi.openSidePanelOnActionClick().catch((err) => console.error('ferry: side panel behaviour', err));
 
 // The stable handle for debuggers and end-to-end tests (DESIGN.md).
 globalThis.ferryHost = Object.freeze({

@@ -203,3 +203,19 @@ export function onRuntimeMessageFor(target, handler) {
     return true;
   });
 }
+
+// ---- side panel (sidepanel/, background/ui.js) ----
+
+/** The toolbar button opens the side panel. Resolves false where the API is missing. */
+export async function openSidePanelOnActionClick() {
+  if (!chrome.sidePanel?.setPanelBehavior) return false;
+  await chrome.sidePanel.setPanelBehavior({ openPanelOnActionClick: true });
+  return true;
+}
+
+/** fn({tabId, windowId}) when the active tab of a window changes; returns the unsubscribe function. */
+export function onTabActivated(fn) {
+  const listener = (info) => fn(info);
+  chrome.tabs.onActivated.addListener(listener);
+  return () => chrome.tabs.onActivated.removeListener(listener);
+}

@@ -6,6 +6,7 @@ import { connectRuntime, runtimeId, sendRuntimeMessage } from '../lib/chrome-api
 import { deserializeError } from '../lib/host-errors.js';
 import { localize, t } from '../lib/i18n.js';
 import { displayState, formatBytes, helpSteps, statusLabel } from './status-view.js';
+import { initSettings, onHostConnected } from './settings.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,6 +36,7 @@ function render(snapshot) {
     if (!shownConnection) {
       shownConnection = true;
       showDetails(snapshot.hostInfo);
+      onHostConnected();
     }
   } else {
     shownConnection = false;
@@ -108,4 +110,5 @@ $('extension-id').textContent = runtimeId();
 $('host-retry').addEventListener('click', () => {
   sendRuntimeMessage({ type: 'host.retry' }).catch((err) => console.error('ferry: retry failed', err));
 });
+initSettings();
 watchStatus();

@@ -27,8 +27,9 @@ const stripComments = (code) => code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\
 describe('manifest', () => {
   it('is MV3 with exactly the permissions Ferry needs', () => {
     assert.equal(manifest.manifest_version, 3);
-    // tabs, scripting, offscreen and all sites: the browser tools (README, "Permissions").
-    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage', 'tabs', 'scripting', 'offscreen']);
+    // tabs, scripting, offscreen and all sites: the browser tools (README, "Permissions");
+    // sidePanel: the chat opens beside the page from the toolbar button.
+    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage', 'tabs', 'scripting', 'offscreen', 'sidePanel']);
     assert.deepEqual(manifest.host_permissions, ['<all_urls>']);
     assert.equal(manifest.optional_permissions, undefined);
     assert.equal(manifest.default_locale, 'en');
@@ -39,9 +40,15 @@ describe('manifest', () => {
     assert.ok(manifest.action?.default_title);
   });
 
-  it('declares only the tiny console hook for every page, and the sandbox page', () => {
+  it('declares only the tiny console hook for every page, the page API and its bridge for http(s) pages, and the sandbox page', () => {
+    const web = ['http://*/*', 'https://*/*'];
     assert.deepEqual(manifest.content_scripts, [{
       matches: ['<all_urls>'], js: ['content/console-hook.js'], run_at: 'document_start', world: 'MAIN', all_frames: false,
+    }, {
+      // window.ferry first, in the MAIN world; the bridge that hands it its private port.
+      matches: web, js: ['page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
+    }, {
+      matches: web, js: ['content/bridge.js'], run_at: 'document_start', all_frames: true,
     }]);
     assert.ok(readFileSync(join(root, 'content', 'console-hook.js'), 'utf8').length < 4000, 'the hook runs in every page: keep it small');
     assert.deepEqual(manifest.sandbox, { pages: ['sandbox/sandbox.html'] });
@@ -57,7 +64,7 @@ describe('manifest', () => {
 
   it('names files that exist', () => {
     const declared = [
-      manifest.background.service_worker, manifest.options_ui.page, ...manifest.sandbox.pages,
+      manifest.background.service_worker, manifest.options_ui.page, manifest.side_panel.default_path, ...manifest.sandbox.pages,
       ...manifest.content_scripts.flatMap((c) => c.js),
     ];
     for (const file of declared) {
@@ -76,6 +83,11 @@ describe('source rules', () => {
   it('calls chrome.* only from lib/chrome-api.js', () => {
     for (const file of files(root, '.js')) {
       if (relative(root, file) === join('lib', 'chrome-api.js')) continue;
+      // A declared content script cannot import modules: the bridge opens its one runtime port itself.
+      if (relative(root, file) === join('content', 'bridge.js')) {
+        assert.deepEqual(stripComments(readFileSync(file, 'utf8')).match(/\bchrome\s*\.[\w.]+/g), ['chrome.runtime.connect']);
+        continue;
+      }
       assert.doesNotMatch(stripComments(readFileSync(file, 'utf8')), /\bchrome\s*\./, relative(root, file));
     }
   });

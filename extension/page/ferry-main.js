@@ -1,0 +1,511 @@
+// window.ferry: the page API, injected by the extension into the MAIN world of
+// http(s) pages at document_start, before the page's own scripts. It keeps the
+// page's declared actions (both dialects of the seeds, and WebMCP tools), runs
+// their handlers when the host asks, and talks to the extension's isolated-world
+// bridge (content/bridge.js) over a MessageChannel port that the bridge hands over
+// once, at injection. Classic script, no imports: MAIN-world content scripts cannot
+// be modules. Everything is inside one function so nothing but `ferry` (and the
+// WebMCP shim) reaches the page's globals.
+(function ferryPageAPI(win) {
+  'use strict';
+  const KEY = Symbol.for('ferry.page');
+  if (win[KEY]) return;
+
+  const DEFAULT_EXPECT_MS = 2000;
+  const MAX_ROWS = 200; // records of one collection in a snapshot
+  const HANDSHAKE = 'ferry:bridge-port';
+  const TARGET_EVENT = '__ferry_target';
+
+  // ---- the private channel ----
+  let port = null;
+  const outbox = [];
+  function post(msg) {
+    if (port) port.postMessage(msg);
+    else outbox.push(msg);
+  }
+  // Registered before any page script runs, in the capture phase of the window,
+  // so this listener is the first to see the bridge's handshake; it stops the
+  // event there, so no page script ever sees the port. Only the first handshake
+  // counts: the bridge's is queued at injection, before any page script could
+  // post one.
+  function onHandshake(e) {
+    if (port || e.source !== win || !e.data || e.data.type !== HANDSHAKE || !e.ports || e.ports.length !== 1) return;
+    e.stopImmediatePropagation();
+    port = e.ports[0];
+    port.onmessage = (m) => onBridge(m.data);
+    win.removeEventListener('message', onHandshake, true);
+    for (const msg of outbox.splice(0)) port.postMessage(msg);
+  }
+  if (win.addEventListener) win.addEventListener('message', onHandshake, true);
+
+  // ---- normalisation of the declaration dialects to one wire shape ----
+  function plain(value) {
+    // RegExp patterns (seed 000's list writes pattern: /\S/) become their source.
+    return JSON.parse(JSON.stringify(value, (k, v) => (v instanceof RegExp ? v.source : v)) ?? 'null');
+  }
+  function normalizeAction(id, config) {
+    if (typeof id !== 'string' || id.trim() === '') throw new TypeError('ferry.action: the id must be a non-empty string');
+    const c = config ?? {};
+    const run = typeof c.run === 'function' ? c.run : typeof c.handler === 'function' ? c.handler : null;
+    const expect = c.expect && typeof c.expect === 'object' ? c.expect : null;
+    if (expect && typeof expect.check !== 'function') throw new TypeError(`ferry.action ${id}: expect.check must be a function`);
+    const params = c.params ?? c.parameters ?? c.inputSchema;
+    let kind = c.kind;
+    if (kind === undefined && c.annotations) kind = c.annotations.readOnlyHint ? 'read' : 'write';
+    const decl = {
+      id,
+      description: String(c.desc ?? c.description ?? ''),
+      kind: kind ?? 'write',
+      parameters: params === undefined ? null : plain(params),
+      record: typeof c.record === 'string' ? c.record : '',
+      confirm: Boolean(c.confirm),
+      dangerous: Boolean(c.dangerous),
+      permissions: Array.isArray(c.permissions) ? c.permissions.map(String) : [],
+      has_expect: Boolean(expect),
+      expect_desc: expect ? String(expect.desc ?? expect.description ?? '') : '',
+      expect_timeout_ms: expect && Number.isFinite(expect.timeout) ? expect.timeout : 0,
+      has_target: c.target !== undefined && c.target !== null,
+      timeout_ms: Number.isFinite(c.timeout) ? c.timeout : 0,
+      untrusted: Boolean(c.untrusted ?? c.annotations?.untrustedContentHint),
+      source: c.source === 'webmcp' ? 'webmcp' : 'ferry',
+    };
+    for (const k of Object.keys(decl)) if (decl[k] === '' || decl[k] === 0 || decl[k] === false || decl[k] === null) delete decl[k];
+    if (decl.permissions?.length === 0) delete decl.permissions;
+    return { decl, run, available: typeof c.available === 'function' ? c.available : null, expect, target: c.target ?? null, config: c };
+  }
+
+  // ---- state ----
+  const actions = new Map(); // id → normalized
+  const records = new Map(); // collection → getter
+  const listeners = new Map(); // event → Set<fn>
+  let store = null;
+  let pagePermissions = { readStore: true, writeStore: false, emitEvents: true };
+  let activeRegion = '';
+  const regions = new Map();
+
+  function emitLocal(event, data) {
+    for (const fn of [...(listeners.get(event) ?? [])]) {
+      try { fn({ type: event, data }); } catch (err) { console.error('ferry: listener failed', err); }
+    }
+  }
+
+  function reasonOf(v, id) {
+    if (v === true || v === undefined || v === null) return null;
+    if (typeof v === 'string') return v || `${id} is not available now`;
+    if (v === false) return `${id} is not available now`;
+    if (typeof v === 'object' && 'ok' in v) return v.ok ? null : String(v.reason ?? `${id} is not available now`);
+    return null;
+  }
+  function check(a, row) {
+    if (!a.available) return null;
+    try {
+      return reasonOf(row === undefined ? a.available() : a.available(row), a.decl.id);
+    } catch (err) {
+      return `the availability check of ${a.decl.id} failed: ${err?.message ?? err}`;
+    }
+  }
+  function resolveTarget(t) {
+    const v = typeof t === 'function' ? t() : t;
+    if (!v) return null;
+    if (typeof v === 'string') return document.querySelector(v);
+    if (typeof v === 'object' && 'current' in v) return v.current ?? null;
+    return v.nodeType === 1 ? v : null;
+  }
+  // Hands the target element to the bridge (same DOM, other world) by an event
+  // dispatched on it: the bridge checks it there.
+  function announceTarget(key, a) {
+    let el = null;
+    try { el = resolveTarget(a.target); } catch { el = null; }
+    if (el && el.dispatchEvent) el.dispatchEvent(new CustomEvent(TARGET_EVENT, { detail: key, composed: true }));
+    return Boolean(el);
+  }
+
+  function rowsOf(collection) {
+    const getter = records.get(collection);
+    if (!getter) return [];
+    let rows;
+    try { rows = getter(); } catch (err) { console.error(`ferry: records ${collection} failed`, err); return []; }
+    return Array.isArray(rows) ? rows.filter((r) => r && r.id !== undefined && r.id !== null) : [];
+  }
+
+  function snapshot() {
+    const recs = {};
+    for (const name of records.keys()) {
+      const rows = rowsOf(name);
+      recs[name] = {
+        total: rows.length,
+        rows: rows.slice(0, MAX_ROWS).map((r) => {
+          const { id, ...fields } = r;
+          let f;
+          try { f = plain(fields); } catch { f = {}; }
+          return { id: String(id), fields: f };
+        }),
+      };
+    }
+    const states = [];
+    for (const a of actions.values()) {
+      const id = a.decl.id;
+      const st = { id, available: true };
+      if (a.decl.record) {
+        st.instances = rowsOf(a.decl.record).slice(0, MAX_ROWS).map((row) => {
+          const reason = check(a, row);
+          return reason ? { record: String(row.id), available: false, reason } : { record: String(row.id), available: true };
+        });
+        st.available = st.instances.some((i) => i.available);
+      } else {
+        const reason = check(a, undefined);
+        if (reason) Object.assign(st, { available: false, reason });
+      }
+      if (a.decl.has_target && announceTarget(`snap:${id}`, a)) st.target = `snap:${id}`;
+      else if (a.decl.has_target) Object.assign(st, { available: false, reason: st.reason ?? `the element ${id} acts on is not in the page` });
+      if (a.config.region) st.region = String(a.config.region);
+      states.push(st);
+    }
+    const snap = { actions: states, records: recs };
+    if (activeRegion) snap.region = activeRegion;
+    return snap;
+  }
+
+  // ---- pushing declarations and snapshots ----
+  let scheduled = null;
+  let lastSent = '';
+  let declared = false; // the page has declared something: worth a port to the extension
+  function schedule(delay = 30) {
+    if (!declared || scheduled !== null) return;
+    scheduled = setTimeout(flush, delay);
+  }
+  function flush() {
+    scheduled = null;
+    const decls = [...actions.values()].map((a) => a.decl);
+    const snap = snapshot();
+    const body = JSON.stringify({ decls, snap });
+    if (body === lastSent) return;
+    lastSent = body;
+    post({ t: 'update', actions: decls, snapshot: snap, title: document.title });
+  }
+  let observer = null;
+  function observe() {
+    if (observer || typeof MutationObserver !== 'function' || !document.documentElement) return;
+    observer = new MutationObserver(() => schedule(50));
+    observer.observe(document.documentElement, { childList: true, subtree: true, attributes: true, characterData: true });
+  }
+  function declaredSomething() {
+    declared = true;
+    if (document.documentElement) observe();
+    else document.addEventListener('DOMContentLoaded', observe, { once: true });
+    schedule(0);
+  }
+
+  // ---- calls the page makes through the host ----
+  let nextRid = 1;
+  const waiting = new Map(); // rid → {resolve, reject}
+  function ask(op, body) {
+    const rid = nextRid++;
+    return new Promise((resolve, reject) => {
+      waiting.set(rid, { resolve, reject });
+      post({ t: 'call', rid, op, ...body });
+    });
+  }
+
+  // ---- running an action when the host asks ----
+  function withTimeout(promise, ms, onTimeout) {
+    let timer;
+    return Promise.race([promise, new Promise((_, reject) => { timer = setTimeout(() => reject(onTimeout()), ms); })])
+      .finally(() => clearTimeout(timer));
+  }
+  function waitFor(checkFn, ms) {
+    return new Promise((resolve) => {
+      const start = performance.now();
+      let done = false;
+      let mo = null;
+      let raf = 0;
+      let poll = 0;
+      let timer = 0;
+      const finish = (met) => {
+        if (done) return;
+        done = true;
+        mo?.disconnect();
+        if (raf) cancelAnimationFrame(raf);
+        clearInterval(poll);
+        clearTimeout(timer);
+        resolve({ met, waited_ms: Math.round(performance.now() - start) });
+      };
+      const test = () => {
+        if (done) return;
+        let ok = false;
+        try { ok = Boolean(checkFn()); } catch { ok = false; }
+        if (ok) finish(true);
+      };
+      test();
+      if (done) return;
+      mo = new MutationObserver(test);
+      mo.observe(document.documentElement, { childList: true, subtree: true, attributes: true, characterData: true });
+      const frame = () => { test(); if (!done) raf = requestAnimationFrame(frame); };
+      raf = requestAnimationFrame(frame);
+      poll = setInterval(test, 50); // background tabs get no animation frames
+      timer = setTimeout(() => { test(); finish(false); }, ms);
+    });
+  }
+  function api(a, msg, row) {
+    const granted = new Set(msg.granted ?? []);
+    const out = { traceId: msg.trace_id, depth: msg.depth, callId: msg.call_id };
+    if (row !== undefined) out.record = row;
+    if (pagePermissions.readStore !== false && granted.has('readStore') && store) out.getState = (path) => storeGet(path);
+    if (pagePermissions.writeStore === true && granted.has('writeStore') && (a.decl.permissions ?? []).includes('writeStore') && store) {
+      out.setState = (path, value) => storeSet(path, value);
+    }
+    if (pagePermissions.emitEvents !== false && granted.has('emitEvents')) {
+      out.emit = (event, data) => {
+        const detail = { data, traceId: msg.trace_id, depth: msg.depth, source: 'ferry-ai' };
+        emitLocal(String(event), detail);
+        win.dispatchEvent(new CustomEvent(`ferry:${event}`, { detail }));
+      };
+    }
+    return Object.freeze(out);
+  }
+  function storeGet(path) {
+    if (typeof store.getState === 'function') return store.getState(path);
+    return String(path ?? '').split('.').filter(Boolean).reduce((o, k) => (o == null ? undefined : o[k]), store);
+  }
+  function storeSet(path, value) {
+    if (typeof store.setState === 'function') return store.setState(path, value);
+    const keys = String(path).split('.').filter(Boolean);
+    const last = keys.pop();
+    let o = store;
+    for (const k of keys) o = o[k] ?? (o[k] = {});
+    o[last] = value;
+  }
+  function fill(form, args) {
+    for (const [name, value] of Object.entries(args ?? {})) {
+      const field = form.elements?.namedItem?.(name) ?? form.querySelector(`#${CSS.escape(name)}`);
+      if (!field || !('value' in field)) continue;
+      const proto = Object.getPrototypeOf(field);
+      const setter = Object.getOwnPropertyDescriptor(proto, 'value')?.set;
+      if (setter) setter.call(field, String(value)); else field.value = String(value);
+      field.dispatchEvent(new Event('input', { bubbles: true }));
+      field.dispatchEvent(new Event('change', { bubbles: true }));
+    }
+  }
+  // No run or handler: drive the target as a person would.
+  async function drive(a, args) {
+    const el = resolveTarget(a.target);
+    if (!el) throw new Error(`the element ${a.decl.id} acts on is not in the page`);
+    if (el.tagName === 'FORM') {
+      fill(el, args);
+      if (typeof el.requestSubmit === 'function') el.requestSubmit(); else el.submit();
+    } else {
+      el.click();
+    }
+    return null;
+  }
+  function safe(v) {
+    if (v === undefined) return null;
+    try { return plain(v); } catch { return String(v); }
+  }
+
+  async function prepare(msg) {
+    const a = actions.get(msg.id);
+    if (!a) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `the page no longer declares ${msg.id}` };
+    let row;
+    if (a.decl.record) {
+      row = rowsOf(a.decl.record).find((r) => String(r.id) === msg.record);
+      if (!row) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `no ${a.decl.record} record has the id ${JSON.stringify(msg.record ?? '')}` };
+    }
+    const reason = check(a, row);
+    if (reason) {
+      emitLocal('denied', { action: msg.id, reason, callId: msg.call_id });
+      return { ok: false, code: 'ACTION_UNAVAILABLE', reason };
+    }
+    const before = snapshot();
+    let target = '';
+    if (a.decl.has_target) {
+      if (!announceTarget(`run:${msg.call_id}`, a)) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `the element ${msg.id} acts on is not in the page` };
+      target = `run:${msg.call_id}`;
+    }
+    return { ok: true, before, target };
+  }
+
+  async function exec(msg) {
+    const a = actions.get(msg.id);
+    if (!a) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `the page no longer declares ${msg.id}` };
+    const row = a.decl.record ? rowsOf(a.decl.record).find((r) => String(r.id) === msg.record) : undefined;
+    const args = { ...(msg.args ?? {}) };
+    if (a.decl.record) args.record = msg.record;
+    let result;
+    const ms = msg.timeout_ms > 0 ? msg.timeout_ms : 30000;
+    try {
+      const work = a.run ? Promise.resolve().then(() => a.run(args, api(a, msg, row))) : drive(a, args);
+      result = await withTimeout(work, ms, () => Object.assign(new Error(`${msg.id} did not finish within ${ms} ms`), { timedOut: true }));
+    } catch (err) {
+      const reason = err?.timedOut ? err.message : `${msg.id} failed: ${err?.message ?? err}`;
+      emitLocal('error', { action: msg.id, error: reason, callId: msg.call_id });
+      return { ok: false, code: err?.timedOut ? 'TIMEOUT' : 'HANDLER_ERROR', reason, ran: true, snapshot_after: snapshot() };
+    }
+    let expect;
+    if (a.expect) {
+      const timeout = Number.isFinite(a.expect.timeout) && a.expect.timeout > 0 ? a.expect.timeout : DEFAULT_EXPECT_MS;
+      const got = await waitFor(() => a.expect.check(args, result), timeout);
+      expect = { desc: String(a.expect.desc ?? a.expect.description ?? ''), met: got.met, waited_ms: got.waited_ms, timeout_ms: timeout };
+      if (!got.met) {
+        emitLocal('error', { action: msg.id, error: 'expectation not met', callId: msg.call_id });
+        return {
+          ok: false, code: 'EXPECTATION_FAILED', ran: true, expect, snapshot_after: snapshot(),
+          reason: `the page did not show it within ${timeout} ms`,
+        };
+      }
+    }
+    const out = { ok: true, ran: true, result: safe(result), snapshot_after: snapshot() };
+    if (expect) out.expect = expect;
+    if (a.decl.untrusted) out.untrusted = true;
+    emitLocal('executed', { action: msg.id, params: args, result: out.result, traceId: msg.trace_id, callId: msg.call_id });
+    schedule(0);
+    return out;
+  }
+
+  async function onBridge(msg) {
+    if (!msg || typeof msg !== 'object') return;
+    if (msg.t === 'reply') {
+      const w = waiting.get(msg.rid);
+      if (!w) return;
+      waiting.delete(msg.rid);
+      if (msg.error) w.reject(new Error(msg.error)); else w.resolve(msg.result);
+      return;
+    }
+    if (msg.t === 'refused') {
+      for (const r of msg.refused ?? []) {
+        console.warn(`ferry: the action ${r.id} was refused: ${r.reason}`);
+        emitLocal('refused', r);
+      }
+      return;
+    }
+    if (msg.t === 'status') {
+      status = msg;
+      for (const fn of statusWaiters.splice(0)) fn(msg);
+      return;
+    }
+    if (msg.t === 'prepare' || msg.t === 'exec') {
+      let out;
+      try {
+        out = msg.t === 'prepare' ? await prepare(msg) : await exec(msg);
+      } catch (err) {
+        out = { ok: false, code: 'HANDLER_ERROR', reason: String(err?.message ?? err) };
+      }
+      port.postMessage({ t: 'done', rid: msg.rid, out });
+    }
+  }
+  let status = null;
+  const statusWaiters = [];
+
+  // ---- the API ----
+  const ferry = {
+    action(id, config) {
+      const a = normalizeAction(id, config);
+      actions.set(id, a);
+      declaredSomething();
+      return () => {
+        if (actions.get(id) === a) {
+          actions.delete(id);
+          schedule(0);
+        }
+      };
+    },
+    records(collection, getter) {
+      if (typeof collection !== 'string' || typeof getter !== 'function') throw new TypeError('ferry.records(collection, getter)');
+      records.set(collection, getter);
+      declaredSomething();
+      return () => {
+        if (records.get(collection) === getter) {
+          records.delete(collection);
+          schedule(0);
+        }
+      };
+    },
+    region(name, element) {
+      regions.set(String(name), element);
+      return () => regions.delete(String(name));
+    },
+    setRegion(name) {
+      activeRegion = name ? String(name) : '';
+      schedule(0);
+    },
+    capability(app, name, config) {
+      if (!/^[A-Za-z0-9_-]+$/.test(String(app))) throw new TypeError('ferry.capability: app must match [A-Za-z0-9_-]+');
+      return ferry.action(`${app}:${name}`, { ...config, app: String(app) });
+    },
+    removeApp(app) {
+      let n = 0;
+      for (const id of [...actions.keys()]) {
+        if (id.startsWith(`${app}:`)) { actions.delete(id); n++; }
+      }
+      schedule(0);
+      return n;
+    },
+    init({ store: s, permissions } = {}) {
+      if (s !== undefined) store = s;
+      if (permissions) pagePermissions = { ...pagePermissions, ...permissions };
+    },
+    execute(name, params) {
+      declared = true;
+      return ask('execute', { name: String(name), args: params ?? {} });
+    },
+    tools() {
+      declared = true;
+      return ask('tools', {});
+    },
+    ready(timeoutMs = 10000) {
+      if (status?.connected) return Promise.resolve(status);
+      declared = true;
+      post({ t: 'hello' });
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('Ferry is not connected: is the extension installed and its host running?')), timeoutMs);
+        statusWaiters.push((s) => { clearTimeout(timer); if (s.connected) resolve(s); else reject(new Error(s.reason || 'Ferry is not connected')); });
+      });
+    },
+    on(event, fn) {
+      let set = listeners.get(event);
+      if (!set) listeners.set(event, (set = new Set()));
+      set.add(fn);
+      return () => set.delete(fn);
+    },
+    version: '0.1.0',
+  };
+  Object.freeze(ferry);
+
+  // ---- WebMCP: document.modelContext ----
+  function registerWebMCP(tool, options) {
+    if (!tool || typeof tool.name !== 'string' || typeof tool.execute !== 'function') {
+      throw new TypeError('registerTool needs {name, description, inputSchema, execute}');
+    }
+    const off = ferry.action(tool.name, {
+      description: tool.description,
+      parameters: tool.inputSchema,
+      annotations: tool.annotations ?? {},
+      run: (args) => tool.execute(args),
+      source: 'webmcp',
+    });
+    options?.signal?.addEventListener?.('abort', off, { once: true });
+    return off;
+  }
+  try {
+    const native = win.document?.modelContext ?? win.navigator?.modelContext;
+    if (native && typeof native.registerTool === 'function') {
+      const orig = native.registerTool.bind(native);
+      native.registerTool = (tool, options) => {
+        const r = orig(tool, options);
+        registerWebMCP(tool, options);
+        return r;
+      };
+    } else if (win.document) {
+      const shim = Object.freeze({
+        registerTool: registerWebMCP,
+        unregisterTool: (name) => { actions.delete(String(name)); schedule(0); },
+      });
+      Object.defineProperty(win.document, 'modelContext', { value: shim, configurable: true });
+    }
+  } catch (err) {
+    console.warn('ferry: WebMCP shim not installed', err);
+  }
+
+  Object.defineProperty(win, KEY, { value: true });
+  Object.defineProperty(win, 'ferry', { value: ferry, configurable: true, enumerable: false, writable: false });
+})(globalThis);

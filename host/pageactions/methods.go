@@ -1,0 +1,140 @@
+package pageactions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/protocol"
+)
+
+// RegisterMethods adds the extension → host methods of page actions:
+//
+//	page.actions.update  UpdateParams → UpdateResult
+//	page.actions.remove  {tab_id, frame_id?} → {removed}
+//	page.actions.execute {tab_id, frame_id, origin, name, arguments} → the tool result
+//	page.actions.list    {tab_id} → {tools, unavailable}
+//
+// The service worker sends them for its content-script bridges and fills tab, frame
+// and origin from the port's sender.
+func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](register func(string, F) error, m *Manager) error {
+	for name, fn := range map[string]func(context.Context, json.RawMessage) (any, error){
+		"page.actions.update":  m.update,
+		"page.actions.remove":  m.remove,
+		"page.actions.execute": m.execute,
+		"page.actions.list":    m.list,
+	} {
+		if err := register(name, F(fn)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+func (m *Manager) update(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p UpdateParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	res, err := m.Update(p)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
+	}
+	return res, nil
+}
+
+func (m *Manager) remove(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		TabID   int  `json:"tab_id"`
+		FrameID *int `json:"frame_id,omitempty"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	frame := -1
+	if p.FrameID != nil {
+		frame = *p.FrameID
+	}
+	return map[string]int{"removed": m.Remove(p.TabID, frame)}, nil
+}
+
+type executeParams struct {
+	TabID     int             `json:"tab_id"`
+	FrameID   int             `json:"frame_id"`
+	Origin    string          `json:"origin"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// execute is ferry.execute: a page runs one of its tab's page actions through the
+// whole pipeline, with a new trace at depth 0. A page reaches only page actions of
+// its own tab, never the host's builtins.
+func (m *Manager) execute(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p executeParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.TabID <= 0 || p.Name == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.actions.execute needs tab_id and name")
+	}
+	if !m.isPageAction(p.TabID, p.Name) {
+		return tools.Result{Code: tools.CodeNotFound, Reason: "no action named " + quote(p.Name) + " is declared in this tab; a page can run only page actions (ferry.tools() lists them)"}, nil
+	}
+	return m.reg.Call(context.WithoutCancel(ctx), &tools.Call{
+		Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: "page", Origin: p.Origin,
+	}), nil
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func (m *Manager) isPageAction(tab int, name string) bool {
+	for _, l := range m.reg.All(tab) {
+		if (l.Name == name || l.ModelName == name) && l.Source == tools.SourcePage && l.TabID == tab {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) list(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		TabID int `json:"tab_id"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	avail, unavail := m.reg.List(ctx, p.TabID)
+	page := map[string]bool{}
+	for _, l := range m.reg.All(p.TabID) {
+		if l.Source == tools.SourcePage {
+			page[l.ModelName] = true
+		}
+	}
+	outA := []tools.Listing{}
+	for _, l := range avail {
+		if l.Source == tools.SourcePage {
+			outA = append(outA, l)
+		}
+	}
+	outU := []tools.Unavailable{}
+	for _, u := range unavail {
+		if page[u.Name] {
+			outU = append(outU, u)
+		}
+	}
+	return map[string]any{"tools": outA, "unavailable": outU}, nil
+}
