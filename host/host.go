@@ -54,13 +54,16 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	}
 	h.Tools = tb
 	for name, fn := range map[string]MethodFunc{
-		"host.hello":   h.hello,
-		"host.info":    h.info,
-		"host.ping":    h.ping,
-		"tools.list":   h.toolsList,
-		"tools.call":   h.toolsCall,
-		"audit.query":  h.auditQuery,
-		"audit.export": h.auditExport,
+		"host.hello":    h.hello,
+		"host.info":     h.info,
+		"host.ping":     h.ping,
+		"settings.list": h.settingsList,
+		"settings.set":  h.settingsSet,
+		"secrets.set":   h.secretsSet,
+		"tools.list":    h.toolsList,
+		"tools.call":    h.toolsCall,
+		"audit.query":   h.auditQuery,
+		"audit.export":  h.auditExport,
 	} {
 		if err := h.Methods.Register(name, fn); err != nil {
 			tb.Close()
