@@ -18,6 +18,7 @@ type ProviderConfig struct {
 	ContextWindow int    // 0: the kind's default
 	MaxTokens     int    // 0: the kind's default
 	APIKeyEnv     string // when set, the key is read from this environment variable
+	TextOnly      bool   // the model takes no images
 	Default       bool
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
@@ -29,13 +30,13 @@ var ErrProviderNotFound = errors.New("no such model provider")
 // ProviderSecretKey names the secret that holds a provider's API key.
 func ProviderSecretKey(id string) string { return "provider." + id + ".key" }
 
-const providerColumns = `id, kind, base_url, model, context_window, max_tokens, api_key_env, is_default, created_at, updated_at`
+const providerColumns = `id, kind, base_url, model, context_window, max_tokens, api_key_env, is_default, created_at, updated_at, text_only`
 
 func scanProvider(s rowScanner) (ProviderConfig, error) {
 	var p ProviderConfig
 	var created, updated string
 	if err := s.Scan(&p.ID, &p.Kind, &p.BaseURL, &p.Model, &p.ContextWindow, &p.MaxTokens, &p.APIKeyEnv,
-		&p.Default, &created, &updated); err != nil {
+		&p.Default, &created, &updated, &p.TextOnly); err != nil {
 		return p, err
 	}
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
@@ -67,11 +68,12 @@ func (db *DB) SaveProvider(ctx context.Context, p ProviderConfig) (saved Provide
 			}
 		}
 		now := db.now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO providers(`+providerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO providers(`+providerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET kind = excluded.kind, base_url = excluded.base_url, model = excluded.model,
 				context_window = excluded.context_window, max_tokens = excluded.max_tokens,
-				api_key_env = excluded.api_key_env, is_default = excluded.is_default, updated_at = excluded.updated_at`,
-			p.ID, p.Kind, p.BaseURL, p.Model, p.ContextWindow, p.MaxTokens, p.APIKeyEnv, makeDefault, now, now); err != nil {
+				api_key_env = excluded.api_key_env, is_default = excluded.is_default, updated_at = excluded.updated_at,
+				text_only = excluded.text_only`,
+			p.ID, p.Kind, p.BaseURL, p.Model, p.ContextWindow, p.MaxTokens, p.APIKeyEnv, makeDefault, now, now, p.TextOnly); err != nil {
 			return err
 		}
 		saved, err = scanProvider(tx.QueryRowContext(ctx, `SELECT `+providerColumns+` FROM providers WHERE id = ?`, p.ID))

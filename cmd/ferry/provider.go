@@ -18,7 +18,7 @@ import (
 
 const providerUse = `usage:
   ferry provider add ID --kind openai|anthropic --base-url URL --model NAME [--api-key-stdin] [--api-key-env VAR]
-                        [--context-window N] [--max-tokens N] [--default]
+                        [--context-window N] [--max-tokens N] [--no-vision] [--default]
   ferry provider list [--json]
   ferry provider remove ID
   ferry provider test [ID] [--json]
@@ -78,6 +78,7 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctxWin := fs.Int("context-window", 0, "the model's context window in tokens (default: by kind)")
 	maxTok := fs.Int("max-tokens", 0, "longest answer asked for, in tokens (default: by kind)")
 	makeDefault := fs.Bool("default", false, "make this the default provider")
+	noVision := fs.Bool("no-vision", false, "the model takes no images (text-only): screenshots are left out and the model is told so (--no-vision=false: it takes images)")
 	fs.Usage = func() { fmt.Fprintln(stderr, providerUse); fs.PrintDefaults() }
 	id, err := splitID(fs, args)
 	if err != nil {
@@ -119,8 +120,9 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	old, err := db.Provider(ctx, id)
 	switch {
 	case err == nil:
+		vision := !old.TextOnly
 		p = model.SaveParams{ID: id, Kind: old.Kind, BaseURL: old.BaseURL, Model: old.Model, ContextWindow: old.ContextWindow,
-			MaxTokens: old.MaxTokens, APIKeyEnv: old.APIKeyEnv}
+			MaxTokens: old.MaxTokens, APIKeyEnv: old.APIKeyEnv, Vision: &vision}
 	case errors.Is(err, storage.ErrProviderNotFound):
 		var missing []string
 		for _, f := range []string{"kind", "base-url", "model"} {
@@ -154,6 +156,10 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if set["max-tokens"] {
 		p.MaxTokens = *maxTok
 	}
+	if set["no-vision"] {
+		vision := !*noVision
+		p.Vision = &vision
+	}
 	p.Default, p.Key = *makeDefault, key
 	v, existed, err := model.Save(ctx, db, p)
 	if err != nil {
@@ -165,6 +171,9 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		verb = "updated existing"
 	}
 	fmt.Fprintf(stdout, "%s provider %s: %s %s at %s, context window %d, key %s", verb, v.ID, v.Kind, v.Model, v.BaseURL, v.ContextWindow, keyDesc(v))
+	if !v.Vision {
+		fmt.Fprint(stdout, ", text only (no images)")
+	}
 	if v.Default {
 		fmt.Fprint(stdout, " (default)")
 	}

@@ -158,3 +158,39 @@ func TestProviderCommands(t *testing.T) {
 		t.Fatalf("secrets: %s", out)
 	}
 }
+
+// --no-vision marks a text-only model; updating without the flag keeps it, and
+// --no-vision=false turns images back on.
+func TestProviderNoVision(t *testing.T) {
+	home := t.TempDir()
+	vision := func() bool {
+		t.Helper()
+		out, errOut, code := ferryIn(t, home, "", nil, "provider", "list", "--json")
+		var l struct {
+			Providers []struct {
+				Vision bool `json:"vision"`
+			} `json:"providers"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &l) != nil || len(l.Providers) != 1 {
+			t.Fatalf("provider list: %d %s %s", code, out, errOut)
+		}
+		return l.Providers[0].Vision
+	}
+	add := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := ferryIn(t, home, "", nil, append([]string{"provider", "add", "local"}, args...)...)
+		if code != 0 {
+			t.Fatalf("provider add %v: %d %s", args, code, errOut)
+		}
+		return out
+	}
+	if out := add("--kind", "openai", "--base-url", "http://127.0.0.1:1/v1", "--model", "qwen", "--no-vision"); !strings.Contains(out, "text only") || vision() {
+		t.Fatalf("--no-vision: %s, vision %v", out, vision())
+	}
+	if add("--model", "qwen2"); vision() {
+		t.Fatal("an update without the flag turned images on")
+	}
+	if add("--no-vision=false"); !vision() {
+		t.Fatal("--no-vision=false left the model text-only")
+	}
+}

@@ -83,8 +83,11 @@
   }
   const PRE = new Set(['pre', 'textarea', 'listing', 'xmp', 'plaintext']);
 
+  const NEEDS_ESC = /[&<>]/;
   function esc(s) {
-    return s.replace(/[&<>]/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : '&gt;'));
+    // Most text has nothing to escape: test before building a new string.
+    if (!NEEDS_ESC.test(s)) return s;
+    return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   }
   function escAttr(s) {
     return String(s).replace(/[&"<]/g, (c) => (c === '&' ? '&amp;' : c === '"' ? '&quot;' : '&lt;'));
@@ -116,11 +119,14 @@
       size += s.length;
     }
 
+    const COLLAPSIBLE = /\s\s|[^\S ]/;
     function text(node, pre) {
       let t = node.nodeValue;
       if (!t) return;
       if (!pre) {
-        t = t.replace(/\s+/g, ' ');
+        // Collapse white space only where there is some to collapse: a run of
+        // two, or a tab or line break (most text nodes of a large page have none).
+        if (COLLAPSIBLE.test(t)) t = t.replace(/\s+/g, ' ');
         if (t === ' ' && (out.length === 0 || out[out.length - 1].endsWith(' ') || out[out.length - 1].endsWith('>'))) return;
       }
       push(esc(t));

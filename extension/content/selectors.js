@@ -14,6 +14,9 @@
   const GENERATED_CLASS = /^(css|sc|jsx|svelte|emotion|styled|chakra|mui|Mui|ant)-|\d{3,}|[a-z]+_[a-zA-Z0-9]{5,}$|^_/;
   // Tags that stand alone as a selector when the page has only one of them.
   const UNIQUE_TAGS = new Set(['main', 'header', 'footer', 'nav', 'aside', 'article', 'form', 'h1', 'table', 'section', 'ul', 'ol', 'textarea', 'select', 'iframe', 'dialog', 'search', 'figure', 'video', 'pre', 'blockquote', 'fieldset', 'details', 'dl']);
+  const SPACE = /\s/;
+  // Tag names that need no escaping in a selector (nearly all of them).
+  const PLAIN_TAG = /^[a-z][a-z0-9-]*$/;
   // Piercing separator: "host-or-iframe-selector >>> selector-inside".
   const PIERCE = ' >>> ';
 
@@ -57,7 +60,8 @@
           if (!value) continue;
           if (name === 'id') idCounts.set(value, (idCounts.get(value) || 0) + 1);
           else if (name === 'class') {
-            for (const c of new Set(value.split(/\s+/))) if (c) classCounts.set(c, (classCounts.get(c) || 0) + 1);
+            if (!SPACE.test(value)) classCounts.set(value, (classCounts.get(value) || 0) + 1); // one class: no split, no Set
+            else for (const c of new Set(value.split(/\s+/))) if (c) classCounts.set(c, (classCounts.get(c) || 0) + 1);
           } else if (STABLE.has(name)) {
             const k = `${name}\u0000${value}`;
             attrCounts.set(k, (attrCounts.get(k) || 0) + 1);
@@ -101,7 +105,7 @@
           steps.set(k, n);
         }
         for (const [k, n] of steps) {
-          const tag = escapeIdent(k.localName, cssEscape);
+          const tag = PLAIN_TAG.test(k.localName) ? k.localName : escapeIdent(k.localName, cssEscape);
           steps.set(k, byTag.get(k.localName) === 1 ? tag : `${tag}:nth-of-type(${n})`);
         }
         childIndex.set(parent, steps);

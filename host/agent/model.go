@@ -105,10 +105,12 @@ func (r *Run) record(purpose string, req model.Request, unavailable []tools.Unav
 
 // estimateTokens is the request's JSON bytes divided by 4: tokenizers give 3 to 4.5
 // bytes a token on English prose and JSON, and compaction needs only to know when the
-// request nears the window, not the exact count.
+// request nears the window, not the exact count. Attached images count by their
+// pixels (imageTokens each), not by their base64 bytes.
 func estimateTokens(v any) int {
 	b, _ := json.Marshal(v)
-	return len(b) / 4
+	urlBytes, images := imageAdjustment(v)
+	return (len(b)-urlBytes)/4 + images*imageTokens
 }
 
 // compactAt is the share of the context window at which the history is compacted.

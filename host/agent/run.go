@@ -317,7 +317,7 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 				"this run has made the most tool calls it may (%d, setting %s): answer now with what you have", maxCalls, SettingMaxToolCalls)})
 		}
 		for i, c := range calls {
-			if err := r.append(ctx, toolMessage(c.ID, results[i])); err != nil {
+			if err := r.append(ctx, r.toolResultMessage(c.ID, results[i])); err != nil {
 				return "", err
 			}
 		}

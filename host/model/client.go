@@ -65,7 +65,10 @@ type Config struct {
 	Model         string
 	ContextWindow int // 0: DefaultContextWindow(Kind)
 	MaxTokens     int // 0: DefaultMaxTokens(Kind)
-	APIKey        string
+	// TextOnly: the model takes no images (set for text-only models: many local
+	// ones, DeepSeek's chat models); images are left out of every request.
+	TextOnly bool
+	APIKey   string
 	// APIKeyEnv names the variable the key came from, for error messages only.
 	APIKeyEnv string
 	// HTTPClient defaults to one without an overall timeout (answers stream for
@@ -106,7 +109,7 @@ func New(cfg Config) (Provider, error) {
 	}
 	c := &client{
 		info: Info{ID: cfg.ID, Kind: cfg.Kind, BaseURL: strings.TrimRight(cfg.BaseURL, "/"), Model: cfg.Model,
-			ContextWindow: cfg.ContextWindow},
+			ContextWindow: cfg.ContextWindow, TextOnly: cfg.TextOnly},
 		key: cfg.APIKey, keyEnv: cfg.APIKeyEnv, maxTokens: cfg.MaxTokens, idle: cfg.IdleTimeout,
 		hc: cfg.HTTPClient, retry: DefaultRetry,
 	}
@@ -200,6 +203,9 @@ func validID(id string) bool {
 func (c *client) Info() Info { return c.info }
 
 func (c *client) Stream(ctx context.Context, req Request, onDelta func(Delta), onAttempt func(Attempt)) (*Response, error) {
+	if c.info.TextOnly {
+		req.Messages = WithoutImages(req.Messages)
+	}
 	body, err := c.wire.encode(c, req)
 	if err != nil {
 		return nil, &Error{Provider: c.info.ID, Message: "encoding the request: " + err.Error(), Err: err}
@@ -207,6 +213,22 @@ func (c *client) Stream(ctx context.Context, req Request, onDelta func(Delta), o
 	return c.do(ctx, onAttempt, func(ctx context.Context) (*Response, bool, error) {
 		return c.try(ctx, body, onDelta)
 	})
+}
+
+// WithoutImages returns msgs with no message carrying images (a copy only when one
+// did), for models that take none.
+func WithoutImages(msgs []Message) []Message {
+	out := msgs
+	for i, m := range msgs {
+		if len(m.Images) == 0 {
+			continue
+		}
+		if &out[0] == &msgs[0] {
+			out = append([]Message(nil), msgs...)
+		}
+		out[i].Images = nil
+	}
+	return out
 }
 
 // maxErrorBody bounds how much of an error response is read.

@@ -99,4 +99,7 @@ type Info struct {
 	BaseURL       string `json:"base_url"`
 	Model         string `json:"model"`
 	ContextWindow int    `json:"context_window"`
+	// TextOnly: the model takes no images. Images are left out of its requests,
+	// and the agent loop tells it so in the tool result instead.
+	TextOnly bool `json:"text_only,omitempty"`
 }

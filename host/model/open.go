@@ -54,6 +54,7 @@ type ProviderView struct {
 	ContextWindow int    `json:"context_window"` // effective: the kind's default when not set
 	MaxTokens     int    `json:"max_tokens"`     // effective; 0: the server chooses
 	APIKeyEnv     string `json:"api_key_env,omitempty"`
+	Vision        bool   `json:"vision"` // the model takes images (false: set text-only)
 	KeySet        bool   `json:"key_set"`
 	KeySource     string `json:"key_source"`
 	Default       bool   `json:"default"`
@@ -84,7 +85,7 @@ func View(ctx context.Context, db *storage.DB, p storage.ProviderConfig) (Provid
 		return ProviderView{}, err
 	}
 	v := ProviderView{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
-		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default}
+		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, Vision: !p.TextOnly, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default}
 	if v.ContextWindow <= 0 {
 		v.ContextWindow = DefaultContextWindow(p.Kind)
 	}
@@ -149,7 +150,7 @@ func Open(ctx context.Context, db *storage.DB, id string) (Provider, error) {
 		idle = -1 // 0 in the setting means never; in Config it means the default
 	}
 	return New(Config{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
-		MaxTokens: p.MaxTokens, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry})
+		MaxTokens: p.MaxTokens, TextOnly: p.TextOnly, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry})
 }
 
 func intSetting(ctx context.Context, db *storage.DB, key string, def int) int {
@@ -174,6 +175,7 @@ type SaveParams struct {
 	ContextWindow int     `json:"context_window,omitempty"`
 	MaxTokens     int     `json:"max_tokens,omitempty"`
 	APIKeyEnv     string  `json:"api_key_env,omitempty"`
+	Vision        *bool   `json:"vision,omitempty"` // nil: the model takes images
 	Default       bool    `json:"default,omitempty"`
 	Key           *string `json:"key,omitempty"`       // nil: keep the stored key; "": remove it
 	ClearKey      bool    `json:"clear_key,omitempty"` // remove the stored key
@@ -203,7 +205,7 @@ func Save(ctx context.Context, db *storage.DB, s SaveParams) (ProviderView, bool
 		s.Key = &k
 	}
 	saved, existed, err := db.SaveProvider(ctx, storage.ProviderConfig{ID: s.ID, Kind: s.Kind, BaseURL: s.BaseURL, Model: s.Model,
-		ContextWindow: s.ContextWindow, MaxTokens: s.MaxTokens, APIKeyEnv: s.APIKeyEnv, Default: s.Default})
+		ContextWindow: s.ContextWindow, MaxTokens: s.MaxTokens, APIKeyEnv: s.APIKeyEnv, TextOnly: s.Vision != nil && !*s.Vision, Default: s.Default})
 	if err != nil {
 		return ProviderView{}, false, err
 	}
