@@ -18,16 +18,21 @@ func TestResumeAfterHostRestart(t *testing.T) {
 	inTool := make(chan struct{})
 	p := &fakeProvider{steps: []step{call("echo", `{"sleep_ms":60000,"text":"slow"}`)}}
 	e := newEnv(t, p)
-	r, err := e.m.Send(context.Background(), SendRequest{Text: "long job"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Subscribe(func(ev Event) {
+	// Subscribed through the request, so the event cannot slip by before the
+	// subscription (Subscribe after Send raced with a fast run).
+	r, err := e.m.Send(context.Background(), SendRequest{Text: "long job", OnEvent: func(ev Event) {
 		if ev.Type == EventToolCallStarted {
 			close(inTool)
 		}
-	})
-	<-inTool
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inTool:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool call never started")
+	}
 	conv := r.ConversationID
 	e.close() // the host exits
 	if out := r.Outcome(); out.Status != storage.RunInterrupted {

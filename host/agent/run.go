@@ -312,6 +312,16 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 			budget = 0
 		}
 		results := r.runTools(ctx, calls[:budget], offer)
+		if ctx.Err() != nil {
+			// A call cut short by the run stopping failed for that reason, not its own:
+			// the model (on resume) must know it may still have had effects.
+			for i := range results {
+				if !results[i].Success {
+					results[i] = tools.Result{Code: tools.CodeHandlerError, Reason: fmt.Sprintf(
+						"the run stopped (%v) while this call ran; it may have had effects: check before repeating it", context.Cause(ctx))}
+				}
+			}
+		}
 		for range calls[budget:] {
 			results = append(results, tools.Result{Code: tools.CodeRateLimited, Reason: fmt.Sprintf(
 				"this run has made the most tool calls it may (%d, setting %s): answer now with what you have", maxCalls, SettingMaxToolCalls)})
