@@ -57,6 +57,10 @@ func (h *Host) settingsSet(ctx context.Context, raw json.RawMessage) (any, error
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
+	// The tool pipeline caches its policy for a second: a change applies to the next call.
+	if h.Tools != nil && h.Tools.Registry != nil {
+		defer h.Tools.Registry.RefreshSettings()
+	}
 	s, err := config.Lookup(p.Key)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)

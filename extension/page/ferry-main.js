@@ -333,9 +333,13 @@
     if (a.decl.record) args.record = msg.record;
     let result;
     const ms = msg.timeout_ms > 0 ? msg.timeout_ms : 30000;
+    // Wall-clock stamps (epoch ms, fractional) the host compares with its own.
+    const stamp = () => performance.timeOrigin + performance.now();
+    const timing = { handler_start: stamp() };
     try {
       const work = a.run ? Promise.resolve().then(() => a.run(args, api(a, msg, row))) : drive(a, args);
       result = await withTimeout(work, ms, () => Object.assign(new Error(`${msg.id} did not finish within ${ms} ms`), { timedOut: true }));
+      timing.handler_end = stamp();
     } catch (err) {
       const reason = err?.timedOut ? err.message : `${msg.id} failed: ${err?.message ?? err}`;
       emitLocal('error', { action: msg.id, error: reason, callId: msg.call_id });
@@ -354,7 +358,7 @@
         };
       }
     }
-    const out = { ok: true, ran: true, result: safe(result), snapshot_after: snapshot() };
+    const out = { ok: true, ran: true, result: safe(result), snapshot_after: snapshot(), timing };
     if (expect) out.expect = expect;
     if (a.decl.untrusted) out.untrusted = true;
     emitLocal('executed', { action: msg.id, params: args, result: out.result, traceId: msg.trace_id, callId: msg.call_id });
@@ -380,7 +384,8 @@
     }
     if (msg.t === 'status') {
       status = msg;
-      for (const fn of statusWaiters.splice(0)) fn(msg);
+      // A waiter that is not done (not connected yet) stays until its timeout.
+      for (const fn of statusWaiters.splice(0)) if (!fn(msg)) statusWaiters.push(fn);
       return;
     }
     if (msg.t === 'prepare' || msg.t === 'exec') {
@@ -390,6 +395,7 @@
       } catch (err) {
         out = { ok: false, code: 'HANDLER_ERROR', reason: String(err?.message ?? err) };
       }
+      if (out?.timing) out.timing.done = performance.timeOrigin + performance.now();
       port.postMessage({ t: 'done', rid: msg.rid, out });
     }
   }
@@ -456,10 +462,27 @@
       if (status?.connected) return Promise.resolve(status);
       declared = true;
       post({ t: 'hello' });
+      // Not connected yet is not an answer: the extension may still be starting its
+      // host. It resolves once connected, or rejects at the timeout with the last reason.
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('Ferry is not connected: is the extension installed and its host running?')), timeoutMs);
-        statusWaiters.push((s) => { clearTimeout(timer); if (s.connected) resolve(s); else reject(new Error(s.reason || 'Ferry is not connected')); });
+        let reason = '';
+        const waiter = (s) => {
+          if (!s.connected) { reason = s.reason || ''; return false; }
+          clearTimeout(timer);
+          resolve(s);
+          return true;
+        };
+        const timer = setTimeout(() => {
+          const i = statusWaiters.indexOf(waiter);
+          if (i >= 0) statusWaiters.splice(i, 1);
+          reject(new Error(`Ferry is not connected${reason ? `: ${reason}` : ': is the extension installed and its host running?'}`));
+        }, timeoutMs);
+        statusWaiters.push(waiter);
       });
+    },
+    // What the page currently tells the extension: actions with their state, records.
+    snapshot() {
+      return snapshot();
     },
     on(event, fn) {
       let set = listeners.get(event);

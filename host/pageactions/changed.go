@@ -16,6 +16,18 @@ type Changed struct {
 	Observed bool          `json:"observed"`
 	Records  RecordChanges `json:"records"`
 	Actions  ActionChanges `json:"actions"`
+	// Timing says where the call's time went (milliseconds), when the page stamped it.
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// Timing is measured with the host's and the page's clocks (both wall clocks of
+// one machine): from the host sending page.action.run to the handler starting, the
+// handler's own run, and from the handler's end to the host holding the answer
+// (the expectation's wait and the after-snapshot included).
+type Timing struct {
+	CallToHandlerMS   float64 `json:"call_to_handler_ms"`
+	HandlerMS         float64 `json:"handler_ms"`
+	HandlerToResultMS float64 `json:"handler_to_result_ms"`
 }
 
 // RecordChanges lists the records added, removed and updated (by id) across every

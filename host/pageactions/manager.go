@@ -218,7 +218,9 @@ func (m *Manager) tool(f *frame, d Decl) (tools.Tool, error) {
 				return tools.Expectation{}, nil
 			}
 			out := v.(*RunResult)
-			exp := tools.Expectation{Changed: Diff(out.Before, out.After)}
+			ch := Diff(out.Before, out.After)
+			ch.Timing = out.timing()
+			exp := tools.Expectation{Changed: ch}
 			if out.Expect != nil && d.HasExpect {
 				exp.Expect = out.Expect
 			}
@@ -390,9 +392,11 @@ func (m *Manager) run(ctx context.Context, tab, fr int, d Decl, call *tools.Call
 		Granted: call.Granted, TimeoutMS: int(handler / time.Millisecond),
 	}
 	var out RunResult
+	out.sent = time.Now()
 	if err := m.br.Call(ctx, "page.action.run", p, &out); err != nil {
 		return nil, mapError(d.ID, err)
 	}
+	out.answered = time.Now()
 	if out.After != nil {
 		m.mu.Lock()
 		if f := m.frame(tab, fr); f != nil {

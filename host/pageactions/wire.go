@@ -7,7 +7,10 @@
 // took before and after the run.
 package pageactions
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Decl is one action as the page declared it, normalised by the page API to one wire
 // shape whichever dialect the page wrote (seed 000's desc/params list/run/expect, seed
@@ -120,6 +123,31 @@ type RunResult struct {
 	Before    *Snapshot       `json:"snapshot_before,omitempty"`
 	After     *Snapshot       `json:"snapshot_after,omitempty"`
 	Untrusted bool            `json:"untrusted,omitempty"`
+	// Stamps is the page's: epoch milliseconds (with fractions) when the handler
+	// started and when it (and its expectation) ended.
+	Stamps *PageStamps `json:"timing,omitempty"`
+
+	sent, answered time.Time // the host's, around page.action.run
+}
+
+// PageStamps are the page's timestamps of one run.
+type PageStamps struct {
+	HandlerStart float64 `json:"handler_start"`
+	HandlerEnd   float64 `json:"handler_end"`
+	Done         float64 `json:"done"`
+}
+
+func (r *RunResult) timing() *Timing {
+	if r.Stamps == nil || r.Stamps.HandlerStart == 0 || r.sent.IsZero() {
+		return nil
+	}
+	ms := func(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
+	round := func(v float64) float64 { return float64(int64(v*100)) / 100 }
+	return &Timing{
+		CallToHandlerMS:   round(r.Stamps.HandlerStart - ms(r.sent)),
+		HandlerMS:         round(r.Stamps.HandlerEnd - r.Stamps.HandlerStart),
+		HandlerToResultMS: round(ms(r.answered) - r.Stamps.HandlerEnd),
+	}
 }
 
 // ExpectOutcome is the declared expectation and whether it was observed.
