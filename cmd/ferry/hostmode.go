@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/control"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -62,6 +63,22 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	h.Caller = origin
 
+	// The control socket lets `ferry run` and `ferry mcp` reach this host, and
+	// through it the browser. Without it the host still serves the browser.
+	browserName, profile := control.Parent()
+	ctl, err := control.Listen(control.Options{
+		DataDir: dataDir, Log: log, Handle: control.HostHandler(h),
+		Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
+	})
+	var in io.Reader = stdin
+	if err != nil {
+		log.Warn().Err(err).Msg("no control socket: ferry run and ferry mcp cannot reach this browser")
+	} else {
+		defer ctl.Close()
+		in = ctl.ActivityReader(stdin)
+		log.Info().Str("socket", ctl.Info().Socket).Msg("control socket listening")
+	}
+
 	// A signal ends the host without waiting for the browser, but never with the
 	// database left open mid-write.
 	sigs := make(chan os.Signal, 1)
@@ -69,13 +86,16 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go func() {
 		s := <-sigs
 		log.Info().Str("signal", s.String()).Msg("exiting on signal")
+		if ctl != nil {
+			ctl.Close()
+		}
 		h.Close()
 		db.Close()
 		os.Exit(0)
 	}()
 
 	log.Info().Str("version", buildinfo.Version).Str("origin", origin).Str("data_dir", dataDir).Msg("host started")
-	err = h.Serve(context.Background(), bufio.NewReaderSize(stdin, 64<<10), stdout)
+	err = h.Serve(context.Background(), bufio.NewReaderSize(in, 64<<10), stdout)
 	if err != nil {
 		log.Error().Err(err).Msg("connection broken")
 		fmt.Fprintln(stderr, "ferry:", err)

@@ -28,7 +28,8 @@ var commands = []command{
 	{"tools", "list the tools the host offers", cmdTools},
 	{"call", "call one tool through the full pipeline: call NAME [JSON-ARGS]", cmdCall},
 	{"provider", "manage model providers: provider add|list|remove|test", cmdProvider},
-	{"run", "run the agent in the terminal: run [--provider ID] [--json] PROMPT", cmdRun},
+	{"run", "run the agent in the terminal: run [--provider ID] [--json] [--local] PROMPT", cmdRun},
+	{"mcp", "an MCP server on stdio for other agents (claude mcp add ferry -- ferry mcp)", cmdMCP},
 	{"demo", "serve the demo pages and open Chromium wired to Ferry", cmdDemo},
 }
 

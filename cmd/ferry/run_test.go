@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,5 +131,47 @@ func TestRunCommandFailures(t *testing.T) {
 	_, stderr, code = runFerry(t, home, "", "run", "--provider", "bad", "hello")
 	if code != 1 || !strings.Contains(stderr, "401") {
 		t.Fatalf("refused key: exit %d: %s", code, stderr)
+	}
+}
+
+// TestRunInLiveHost: with a browser host running, `ferry run` runs inside it over
+// the control socket (the host's registry, its browser connection) and prints the
+// events it sends back; --local keeps the run here and says browser tools are off.
+func TestRunInLiveHost(t *testing.T) {
+	fake := modeltest.New(t, modeltest.OpenAI,
+		modeltest.Tools("create_task", `{"subject":"from the terminal"}`),
+		modeltest.Text("Done in the host."))
+	defer fake.Close()
+	fake.SetKey("sk-test-key")
+	home := t.TempDir()
+	if _, stderr, code := runFerry(t, home, "sk-test-key\n", "provider", "add", "fake", "--kind", modeltest.OpenAI,
+		"--base-url", fake.URL, "--model", "fake-model", "--api-key-stdin", "--default"); code != 0 {
+		t.Fatalf("provider add: %s", stderr)
+	}
+	startHost(t, home, pinnedOrigin)
+	info := waitForHost(t, home)
+
+	stdout, stderr, code := runFerry(t, home, "", "run", "Add a task.")
+	if code != 0 {
+		t.Fatalf("run: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if strings.TrimSpace(stdout) != "Done in the host." {
+		t.Errorf("stdout %q", stdout)
+	}
+	for _, want := range []string{"running in the browser host (pid " + strconv.Itoa(info.PID), "[tool] create_task ok"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q: %s", want, stderr)
+		}
+	}
+
+	fake.Add(modeltest.Text("Here."))
+	_, stderr, code = runFerry(t, t.TempDir(), "", "run", "--local", "Hi.")
+	_ = code // no provider in that home: the point is the notice, not the run
+	if strings.Contains(stderr, "running in the browser host") {
+		t.Errorf("--local used the host: %s", stderr)
+	}
+	_, stderr, _ = runFerry(t, t.TempDir(), "", "run", "Hi.")
+	if !strings.Contains(stderr, "no running browser host") || !strings.Contains(stderr, "browser tools are unavailable") {
+		t.Errorf("a run without a host does not say why browser tools are off: %s", stderr)
 	}
 }

@@ -1,0 +1,174 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/protocol"
+	"github.com/ferryhq/ferry/storage"
+)
+
+// SettingAllowedTools lists the tools outside agents (socket clients, `ferry mcp`)
+// may call at all.
+const SettingAllowedTools = "mcp.allowed_tools"
+
+// DefaultAllowedTools is everything except the risky tools.
+const DefaultAllowedTools = "*,-execute_script,-browser_navigate,-close_tab,-opfs_delete"
+
+func init() {
+	config.Register(config.Setting{Key: SettingAllowedTools, Default: DefaultAllowedTools,
+		Description: "comma-separated tools that outside agents (ferry mcp, the control socket) may call: names (model-visible or registered), * for every tool, -name to exclude one; confirmations still happen in the side panel"})
+}
+
+// Allowed parses a mcp.allowed_tools value into a predicate over tool names.
+func Allowed(value string) func(names ...string) bool {
+	all := false
+	allow, deny := map[string]bool{}, map[string]bool{}
+	for _, f := range strings.Split(value, ",") {
+		f = strings.TrimSpace(f)
+		switch {
+		case f == "":
+		case f == "*":
+			all = true
+		case strings.HasPrefix(f, "-"):
+			deny[strings.TrimSpace(f[1:])] = true
+		default:
+			allow[f] = true
+		}
+	}
+	return func(names ...string) bool {
+		ok := all
+		for _, n := range names {
+			if deny[n] {
+				return false
+			}
+			if allow[n] {
+				ok = true
+			}
+		}
+		return ok
+	}
+}
+
+// AllowedTools reads the setting (its default when unset).
+func AllowedTools(ctx context.Context, db interface {
+	GetSetting(context.Context, string) (string, bool, error)
+}) func(names ...string) bool {
+	v, ok, err := db.GetSetting(ctx, SettingAllowedTools)
+	if err != nil || !ok {
+		v = DefaultAllowedTools
+	}
+	return Allowed(v)
+}
+
+// socketMethods are the host methods a socket client may use; the rest (page.*,
+// ui.*, settings.set, secrets.set, …) belong to the extension alone.
+var socketMethods = map[string]bool{
+	"host.hello": true, "host.info": true, "host.ping": true,
+	"tools.list": true, "tools.call": true,
+	"chat.send": true, "chat.cancel": true,
+	"conversations.list": true, "conversations.get": true, "runs.get": true,
+	"audit.query": true, "audit.export": true, "settings.list": true,
+}
+
+// socketCallers are the callers a client may name itself in tools.call; anything
+// else is recorded as "socket". A client can never pass for the extension or a page.
+var socketCallers = map[string]bool{"socket": true, "mcp": true}
+
+// HostHandler answers socket clients with the host's own methods and registry.
+// Two methods differ from the extension's: tools.call is recorded with the socket
+// caller and checked against mcp.allowed_tools; chat.send sends the run's events
+// (chat.event) to the client that started the run as well, and a run is cancelled
+// when its client goes away.
+func HostHandler(h *host.Host) Handler {
+	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
+		if !socketMethods[method] {
+			return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found on the control socket: %s", method)
+		}
+		switch method {
+		case "tools.call":
+			return toolsCall(ctx, h, params)
+		case "chat.send":
+			return chatSend(ctx, h, p, params)
+		}
+		return h.Methods.Handle(ctx, method, params)
+	}
+}
+
+func decodeStrict(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+func toolsCall(ctx context.Context, h *host.Host, params json.RawMessage) (any, error) {
+	var p map[string]json.RawMessage
+	if err := decodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	var caller, name string
+	json.Unmarshal(p["caller"], &caller)
+	json.Unmarshal(p["name"], &name)
+	if !socketCallers[caller] {
+		caller = "socket"
+	}
+	b, _ := json.Marshal(caller)
+	p["caller"] = b
+	var tab int
+	json.Unmarshal(p["tab_id"], &tab)
+	if name != "" {
+		// An unknown name goes on to the pipeline, which answers NOT_FOUND.
+		if reg, known := h.Tools.Registry.Resolve(name, tab); known && !AllowedTools(ctx, h.DB)(name, reg) {
+			names := []string{name, reg}
+			res := tools.Result{Code: tools.CodePermissionDenied,
+				Reason: name + " is not among the tools outside agents may use (setting " + SettingAllowedTools + "; `ferry config set " + SettingAllowedTools + " ...` changes it)"}
+			// Recorded like every other refusal (the arguments are left out: redaction
+			// is the pipeline's, and nothing ran).
+			h.Tools.Audit.Record(storage.AuditEntry{Time: time.Now(), CallID: tools.NewID(), Tool: names[len(names)-1],
+				Caller: caller, Code: string(res.Code), Result: res.Reason, TraceID: tools.NewID(), Arguments: json.RawMessage("null")})
+			return res, nil
+		}
+	}
+	raw, _ := json.Marshal(p)
+	return h.Methods.Handle(ctx, "tools.call", raw)
+}
+
+type sendParams struct {
+	Text           string `json:"text"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	TabID          int    `json:"tab_id,omitempty"`
+	Origin         string `json:"origin,omitempty"`
+	ProviderID     string `json:"provider_id,omitempty"`
+}
+
+func chatSend(ctx context.Context, h *host.Host, peer *Peer, params json.RawMessage) (any, error) {
+	var p sendParams
+	if err := decodeStrict(params, &p); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(p.Text) == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: chat.send needs the message text")
+	}
+	r, err := h.Tools.Agent.Send(ctx, agent.SendRequest{
+		Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID,
+		OnEvent: func(ev agent.Event) { peer.Notify("chat.event", ev) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	peer.OnClose(func() { r.Cancel() })
+	return map[string]string{"conversation_id": r.ConversationID, "run_id": r.ID}, nil
+}
