@@ -7,6 +7,7 @@ import { deserializeError } from '../lib/host-errors.js';
 import { localize, t } from '../lib/i18n.js';
 import { displayState, formatBytes, helpSteps, statusLabel } from './status-view.js';
 import { initSettings, onHostConnected } from './settings.js';
+import { initPrefs, loadPrefs } from './prefs.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,6 +38,7 @@ function render(snapshot) {
       shownConnection = true;
       showDetails(snapshot.hostInfo);
       onHostConnected();
+      loadPrefs();
     }
   } else {
     shownConnection = false;
@@ -111,4 +113,5 @@ $('host-retry').addEventListener('click', () => {
   sendRuntimeMessage({ type: 'host.retry' }).catch((err) => console.error('ferry: retry failed', err));
 });
 initSettings();
+initPrefs();
 watchStatus();

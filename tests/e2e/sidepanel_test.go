@@ -5,6 +5,7 @@ package e2e
 // confirmation card that a click approves, and the task list the tool changed.
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,130 @@ func TestSidePanelChatWithConfirmation(t *testing.T) {
 	if !strings.Contains(diag, "create_task") {
 		t.Errorf("diagnostics do not list the tools sent: %.300s", diag)
 	}
+}
+
+// openPanel opens the side panel as a page and waits until it can send.
+func openPanel(t *testing.T, s *session) context.Context {
+	t.Helper()
+	tab := s.page("sidepanel/sidepanel.html", 420, 800)
+	s.waitIn(tab, "host connected", `document.querySelector('#host-status')?.dataset.state === 'connected' && !document.querySelector('#send').disabled`)
+	return tab
+}
+
+func TestSidePanelConfirmationTimesOut(t *testing.T) {
+	s := start(t, 90*time.Second)
+	fake := modeltest.New(t, modeltest.OpenAI)
+	fake.SetResponder(func(req modeltest.Request) modeltest.Turn {
+		if req.N == 1 {
+			return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_task", Name: "create_task", Arguments: `{"subject":"never"}`}}}
+		}
+		return modeltest.Text("Understood, nothing was done.")
+	})
+	for _, args := range [][]string{
+		{"provider", "add", "fake", "--kind", modeltest.OpenAI, "--base-url", fake.URL, "--model", "fake-model", "--default"},
+		{"config", "set", "tools.confirm", "create_task"},
+		{"config", "set", "tools.confirm_timeout_seconds", "1"},
+	} {
+		if out, err := ferryIn(t, s.home, "", args...); err != nil {
+			t.Fatalf("ferry %v: %v\n%s", args, err, out)
+		}
+	}
+	tab := openPanel(t, s)
+	s.typeInto(tab, "#input", "Make me a task")
+	s.click(tab, "#send")
+	s.waitIn(tab, "confirmation card", `document.querySelector('.prompt.confirm') !== null`)
+	// Nobody answers: the card goes, a note says why, the tool card carries the code.
+	s.waitIn(tab, "timed-out note", `document.querySelector('.prompt.confirm') === null && document.querySelector('#prompts .notice.warn') !== null`)
+	s.waitIn(tab, "tool card with the code", `[...document.querySelectorAll('.tool-card')].some(c => c.textContent.includes('CONFIRM_TIMEOUT'))`)
+	s.waitIn(tab, "run over", `document.querySelector('#stop').hidden && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('nothing was done'))`)
+	reqs := fake.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("the model was asked %d times, want 2", len(reqs))
+	}
+	found := false
+	for _, m := range reqs[1].Messages {
+		for _, r := range m.ToolResults {
+			found = found || strings.Contains(r.Content, "CONFIRM_TIMEOUT")
+		}
+	}
+	if !found {
+		t.Errorf("the second model request does not carry CONFIRM_TIMEOUT: %+v", reqs[1].Messages)
+	}
+	if made, _ := browsertest.Eval[bool](tab, `document.querySelector('#task-list').textContent.includes('never')`); made {
+		t.Errorf("the task was created although nobody approved")
+	}
+}
+
+func TestSidePanelAskUserAndMarkupInResults(t *testing.T) {
+	s := start(t, 90*time.Second)
+	fake := modeltest.New(t, modeltest.OpenAI)
+	fake.SetResponder(func(req modeltest.Request) modeltest.Turn {
+		switch req.N {
+		case 1:
+			return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_ask", Name: "ask_user", Arguments: `{"question":"Which colour?","options":["Red","Green","Blue"]}`}}}
+		case 2:
+			return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_task", Name: "create_task", Arguments: `{"subject":"<img src=x onerror=\"window.__pwned=1\">"}`}}}
+		}
+		return modeltest.Text("Noted.")
+	})
+	if out, err := ferryIn(t, s.home, "", "provider", "add", "fake", "--kind", modeltest.OpenAI, "--base-url", fake.URL, "--model", "fake-model", "--default"); err != nil {
+		t.Fatalf("ferry provider add: %v\n%s", err, out)
+	}
+	tab := openPanel(t, s)
+	s.typeInto(tab, "#input", "Pick a colour")
+	s.click(tab, "#send")
+	s.waitIn(tab, "question", `document.querySelector('.prompt.ask') !== null`)
+	q, _ := browsertest.Eval[string](tab, `document.querySelector('.prompt.ask').innerText`)
+	if !strings.Contains(q, "Which colour?") || !strings.Contains(q, "Green") {
+		t.Errorf("question card: %q", q)
+	}
+	// The keyboard way: the first option has the focus; arrow down picks the next.
+	focused, _ := browsertest.Eval[string](tab, `document.activeElement?.value ?? ''`)
+	if focused != "Red" {
+		t.Errorf("focus is on %q, want the first option", focused)
+	}
+	s.click(tab, `.prompt.ask label.choice:nth-of-type(2)`)
+	s.click(tab, `.prompt.ask button[type=submit]`)
+	s.waitIn(tab, "run over", `document.querySelector('#stop').hidden && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('Noted.'))`)
+	reqs := fake.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("the model was asked %d times", len(reqs))
+	}
+	answer := ""
+	for _, m := range reqs[1].Messages {
+		for _, r := range m.ToolResults {
+			answer += r.Content
+		}
+	}
+	if !strings.Contains(answer, "Green") || strings.Contains(answer, "Red") {
+		t.Errorf("the next model request carries %q, want the answer Green", answer)
+	}
+
+	// Open every tool card: the markup in the result is text, never an element.
+	if _, err := browsertest.Eval[bool](tab, `([...document.querySelectorAll('.tool-card details, details.tool-card')].forEach(d => d.open = true), true)`); err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]string{
+		"markup shown as text": `[...document.querySelectorAll('.tool-card')].some(c => c.textContent.includes('<img src=x onerror='))`,
+		"no img element":       `document.querySelector('#messages img, #task-list img') === null`,
+		"no script ran":        `window.__pwned === undefined`,
+		"task list as text":    `document.querySelector('#task-list').textContent.includes('<img src=x')`,
+	}
+	for name, cond := range checks {
+		if ok, err := browsertest.Eval[bool](tab, cond); err != nil || !ok {
+			dump, _ := browsertest.Eval[string](tab, `document.querySelector('#messages').innerText`)
+			t.Errorf("%s: %v (err %v)\n%s", name, ok, err, dump)
+		}
+	}
+
+	// The diagnostics of the run: three model calls, the tools sent, copyable.
+	s.click(tab, "#toggle-diagnostics")
+	s.waitIn(tab, "diagnostics", `document.querySelectorAll('#diagnostics-body .model-call').length === 3`)
+	diag, _ := browsertest.Eval[string](tab, `document.querySelector('#diagnostics-body').textContent`)
+	for _, want := range []string{"ask_user", "create_task", "Which colour?"} {
+		if !strings.Contains(diag, want) {
+			t.Errorf("diagnostics lack %q: %.400s", want, diag)
+		}
+	}
+	screenshot(t, tab, "sidepanel-diagnostics-en.png")
 }

@@ -1,0 +1,406 @@
+package e2e
+
+// The options page in Chromium: the settings sections read and write the host's
+// settings (its refusals shown next to the field), a search key and a provider
+// key typed into the page reach the host and nothing else, and screenshots of
+// the side panel and the options page in each of the four languages.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/model/modeltest"
+	"github.com/ferryhq/ferry/tests/browsertest"
+)
+
+// startWith is start with more environment for Chromium (and the hosts it starts).
+func startWith(t *testing.T, timeout time.Duration, env ...string) *session {
+	t.Helper()
+	browsertest.RequireChromium(t)
+	home, userData := installed(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	logPath := filepath.Join(browsertest.TempDir(t, "ferry-e2e-log-"), "chromium.log")
+	b, err := browsertest.Launch(ctx, browsertest.Options{
+		UserDataDir:  userData,
+		ExtensionDir: browsertest.ExtensionDir(),
+		Env:          append([]string{"FERRY_HOME=" + home}, env...),
+		Log:          logPath,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b.Close()
+		if t.Failed() {
+			browsertest.DumpTail(t, "chromium output (includes the host's stderr)", logPath, 60)
+		}
+	})
+	sw, cancelSW, err := b.ServiceWorker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cancelSW)
+	if err := browsertest.WaitFor(ctx, sw, `typeof globalThis.ferryHost?.request === 'function'`); err != nil {
+		t.Fatalf("the service worker never exposed globalThis.ferryHost: %v", err)
+	}
+	return &session{t: t, ctx: ctx, home: home, browser: b, sw: sw}
+}
+
+// page opens an extension page in a new tab of the given size.
+func (s *session) page(path string, width, height int64) context.Context {
+	s.t.Helper()
+	tab, cancel := chromedp.NewContext(s.browser.Ctx)
+	s.t.Cleanup(cancel)
+	url := "chrome-extension://" + buildinfo.ExtensionID + "/" + path
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(width, height), chromedp.Navigate(url)); err != nil {
+		s.t.Fatalf("open %s: %v", url, err)
+	}
+	return tab
+}
+
+func (s *session) waitIn(tab context.Context, what, cond string) {
+	s.t.Helper()
+	if err := browsertest.WaitFor(s.ctx, tab, cond); err != nil {
+		dump, _ := browsertest.Eval[string](tab, `document.body.innerText`)
+		s.t.Fatalf("%s: %v\npage text:\n%.3000s", what, err, dump)
+	}
+}
+
+func (s *session) click(tab context.Context, sel string) {
+	s.t.Helper()
+	if err := chromedp.Do(tab, chromedp.Click(sel)); err != nil {
+		s.t.Fatalf("click %s: %v", sel, err)
+	}
+}
+
+// typeInto replaces a field's value the way a person does: clear, then type.
+func (s *session) typeInto(tab context.Context, sel, text string) {
+	s.t.Helper()
+	if _, err := browsertest.Eval[bool](tab, `(e => (e.value = '', e.focus(), true))(document.querySelector(`+jsString(sel)+`))`); err != nil {
+		s.t.Fatalf("clear %s: %v", sel, err)
+	}
+	if err := chromedp.Do(tab, chromedp.SendKeys(sel, text)); err != nil {
+		s.t.Fatalf("type into %s: %v", sel, err)
+	}
+}
+
+func (s *session) config(key string) string {
+	s.t.Helper()
+	out, err := ferry(s.t, s.home, "config", "get", key)
+	if err != nil {
+		s.t.Errorf("ferry config get %s: %v\n%s", key, err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+// screenshotDir is where the tests leave their pictures (gitignored).
+func screenshotDir(t *testing.T) string {
+	dir := filepath.Join(browsertest.RepoRoot(), "tests", "e2e", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func screenshot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	path := filepath.Join(screenshotDir(t), name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("wrote %s (%d bytes)", path, len(png))
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestOptionsSettingsAndWriteOnlyKeys(t *testing.T) {
+	const providerKey = "sk-e2e-provider-7Q2Wv9"
+	const bingKey = "bing-e2e-key-X4k8Lm"
+	s := start(t, 90*time.Second)
+	fake := modeltest.New(t, modeltest.OpenAI)
+	fake.SetKey(providerKey) // the fake answers 401 unless the typed key reached the host
+	fake.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Text("pong") })
+
+	// Tap every message between the host and the extension: wrap connectNative
+	// (a public chrome API), then make the worker reconnect by stopping its host.
+	if _, err := browsertest.Eval[bool](s.sw, `(() => {
+		globalThis.__fromHost = [];
+		globalThis.__toHost = [];
+		const real = chrome.runtime.connectNative.bind(chrome.runtime);
+		chrome.runtime.connectNative = (name) => {
+			const port = real(name);
+			port.onMessage.addListener((m) => globalThis.__fromHost.push(JSON.stringify(m)));
+			const post = port.postMessage.bind(port);
+			port.postMessage = (m) => { globalThis.__toHost.push(JSON.stringify(m)); return post(m); };
+			return port;
+		};
+		return true;
+	})()`); err != nil {
+		t.Fatal(err)
+	}
+	first := s.info()
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := browsertest.WaitFor(s.ctx, s.sw, `globalThis.__fromHost.length > 0 && ferryHost.state().state === 'connected'`); err != nil {
+		t.Fatalf("the worker did not reconnect through the tapped port: %v", err)
+	}
+
+	tab := s.page("options/options.html", 1000, 900)
+	// Record every reply the page gets from the worker (host results included).
+	if _, err := browsertest.Eval[bool](tab, `(() => {
+		globalThis.__replies = [];
+		const real = chrome.runtime.sendMessage.bind(chrome.runtime);
+		chrome.runtime.sendMessage = async (m) => { const r = await real(m); globalThis.__replies.push(JSON.stringify(r)); return r; };
+		return true;
+	})()`); err != nil {
+		t.Fatal(err)
+	}
+	s.waitIn(tab, "host connected", `document.querySelector('#host-status')?.dataset.state === 'connected'`)
+	s.waitIn(tab, "settings shown", `!document.querySelector('[data-field="tools.confirm_timeout_seconds"]').hidden &&
+		document.querySelector('#s-confirm-timeout').value === '30'`)
+
+	// Every control of the page is labelled (the node test checks the HTML; this the live DOM).
+	unlabelled, err := browsertest.Eval[[]string](tab, `[...document.querySelectorAll('input, select, textarea')]
+		.filter(e => e.type !== 'hidden' && e.labels.length === 0 && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby'))
+		.map(e => e.id || e.outerHTML.slice(0, 80))`)
+	if err != nil || len(unlabelled) > 0 {
+		t.Errorf("controls without a label: %v (err %v)", unlabelled, err)
+	}
+
+	// A value the host refuses: its reason under the field, nothing stored.
+	s.typeInto(tab, "#s-confirm-timeout", "0")
+	s.typeInto(tab, "#s-confirm-tools", "create_task\nclose_tab")
+	s.click(tab, "#prefs-confirm button[type=submit]")
+	s.waitIn(tab, "refusal next to the field", `document.querySelector('#s-confirm-timeout-error').textContent.trim() !== ''`)
+	refusal, _ := browsertest.Eval[string](tab, `document.querySelector('#s-confirm-timeout-error').textContent`)
+	invalid, _ := browsertest.Eval[bool](tab, `document.querySelector('#s-confirm-timeout').getAttribute('aria-invalid') === 'true'`)
+	t.Logf("host refusal shown: %q", refusal)
+	if strings.Contains(refusal, "invalid params") || !invalid {
+		t.Errorf("refusal %q (aria-invalid %v): want the host's reason without the protocol prefix", refusal, invalid)
+	}
+	if got := s.config("tools.confirm_timeout_seconds"); got != "30" {
+		t.Errorf("tools.confirm_timeout_seconds = %q after a refused save, want 30", got)
+	}
+	if got := s.config("tools.confirm"); got != "create_task,close_tab" {
+		t.Errorf("tools.confirm = %q, want the list joined with commas", got)
+	}
+	s.typeInto(tab, "#s-confirm-timeout", "7")
+	s.click(tab, "#prefs-confirm button[type=submit]")
+	s.waitIn(tab, "saved", `document.querySelector('#s-confirm-timeout-error').textContent === '' &&
+		!document.querySelector('#s-confirm-timeout').hasAttribute('aria-invalid')`)
+	if got := s.config("tools.confirm_timeout_seconds"); got != "7" {
+		t.Errorf("tools.confirm_timeout_seconds = %q, want 7", got)
+	}
+
+	// Other sections: the system prompt, a checkbox, an origin list, the engine.
+	s.typeInto(tab, "#s-system-prompt", "Answer in one sentence.")
+	s.click(tab, "#prefs-agent button[type=submit]")
+	s.waitIn(tab, "agent saved", `document.querySelector('#prefs-agent .prefs-status').textContent !== ''`)
+	if got := s.config("agent.system_prompt"); got != "Answer in one sentence." {
+		t.Errorf("agent.system_prompt = %q", got)
+	}
+	s.typeInto(tab, "#s-auto-approve", "https://shop.example\nhttp://127.0.0.1:8080")
+	s.click(tab, "#s-allow-navigate")
+	s.click(tab, "#prefs-origins button[type=submit]")
+	s.waitIn(tab, "origins saved", `document.querySelector('#prefs-origins .prefs-status').textContent !== ''`)
+	if got := s.config("browser.allow_navigate"); got != "true" {
+		t.Errorf("browser.allow_navigate = %q, want true", got)
+	}
+	if got := s.config("browser.scripts_auto_approve_origins"); !strings.Contains(got, "https://shop.example") {
+		t.Errorf("browser.scripts_auto_approve_origins = %q", got)
+	}
+
+	// A search key: typed once, then only "set".
+	notSet, _ := browsertest.Eval[string](tab, `document.querySelector('#s-bing-key-state').textContent`)
+	if err := chromedp.Do(tab, chromedp.SetValue("#s-engine", "bing"), chromedp.SendKeys("#s-bing-key", bingKey)); err != nil {
+		t.Fatal(err)
+	}
+	s.click(tab, "#prefs-web button[type=submit]")
+	s.waitIn(tab, "key set", `document.querySelector('#s-bing-key-state').textContent !== `+jsString(notSet)+` && document.querySelector('#s-bing-key').value === ''`)
+	if got := s.config("search.engine"); got != "bing" {
+		t.Errorf("search.engine = %q, want bing", got)
+	}
+
+	// A provider added in the form, its key typed once; the test button reaches
+	// the fake, which accepts only that key.
+	s.typeInto(tab, "#pf-id", "fake")
+	s.typeInto(tab, "#pf-base-url", fake.URL)
+	s.typeInto(tab, "#pf-model", "fake-model")
+	s.typeInto(tab, "#pf-key", providerKey)
+	s.click(tab, "#pf-default")
+	s.click(tab, "#provider-form button[type=submit]")
+	s.waitIn(tab, "provider listed", `[...document.querySelectorAll('#provider-rows tr')].some(tr => tr.textContent.includes('fake-model'))`)
+	if v, _ := browsertest.Eval[string](tab, `document.querySelector('#pf-key').value`); v != "" {
+		t.Errorf("the key field still holds %q after saving", v)
+	}
+	s.click(tab, `#provider-rows tr td:last-child button:nth-child(2)`)
+	s.waitIn(tab, "provider test answered", `document.querySelector('#provider-test-result').textContent.includes('pong')`)
+	if n := len(fake.Requests()); n == 0 {
+		t.Errorf("the fake model got no request")
+	} else if auth := fake.Last().Header.Get("Authorization"); !strings.Contains(auth, providerKey) {
+		t.Errorf("the fake got Authorization %q, want the typed key", auth)
+	}
+	screenshot(t, tab, "options-filled-en.png")
+
+	// Where the keys must not be: extension storage, any message from the host,
+	// any reply the page received.
+	storage, err := browsertest.Eval[string](s.sw, `Promise.all([chrome.storage.local.get(null), chrome.storage.session.get(null)]).then(x => JSON.stringify(x))`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromHost, _ := browsertest.Eval[[]string](s.sw, `globalThis.__fromHost`)
+	toHost, _ := browsertest.Eval[[]string](s.sw, `globalThis.__toHost`)
+	replies, _ := browsertest.Eval[[]string](tab, `globalThis.__replies`)
+	sentKey := false
+	for _, m := range toHost {
+		sentKey = sentKey || (strings.Contains(m, "providers.save") && strings.Contains(m, providerKey))
+	}
+	if !sentKey || len(fromHost) < 5 || len(replies) < 5 {
+		t.Fatalf("the taps saw too little: key sent %v, %d from the host, %d replies", sentKey, len(fromHost), len(replies))
+	}
+	t.Logf("checked %d host→extension messages, %d replies to the page, storage %d bytes", len(fromHost), len(replies), len(storage))
+	for _, key := range []string{providerKey, bingKey} {
+		if strings.Contains(storage, key) {
+			t.Errorf("a key reached extension storage: %.300s", storage)
+		}
+		for _, m := range append(fromHost, replies...) {
+			if strings.Contains(m, key) {
+				t.Errorf("a key reached the extension: %.300s", m)
+			}
+		}
+	}
+	var list struct {
+		Providers []struct {
+			ID     string `json:"id"`
+			KeySet bool   `json:"key_set"`
+		} `json:"providers"`
+	}
+	s.must("providers.list", map[string]any{}, &list)
+	if len(list.Providers) != 1 || !list.Providers[0].KeySet {
+		t.Errorf("providers.list = %+v, want fake with key_set", list.Providers)
+	}
+	var settings struct {
+		SecretsSet []string `json:"secrets_set"`
+	}
+	s.must("settings.list", map[string]any{}, &settings)
+	if !strings.Contains(strings.Join(settings.SecretsSet, ","), "search.bing.key") {
+		t.Errorf("secrets_set = %v, want search.bing.key", settings.SecretsSet)
+	}
+}
+
+// TestScreenshotsInFourLanguages leaves the side panel (a run waiting for a
+// confirmation, then done) and the options page in en, zh_CN, zh_TW and es in
+// tests/e2e/screenshots, and checks that each page speaks its language and
+// that nothing sticks out sideways.
+func TestScreenshotsInFourLanguages(t *testing.T) {
+	langs := []struct{ locale, lang, env, want string }{
+		{"en", "en", "en_US", "Allow"},
+		{"zh_CN", "zh-CN", "zh_CN", "允许"},
+		{"zh_TW", "zh-TW", "zh_TW", "允許"},
+		{"es", "es", "es_ES", "Permitir"},
+	}
+	for _, l := range langs {
+		t.Run(l.locale, func(t *testing.T) {
+			// chrome.i18n follows the browser's UI language, which Chromium takes
+			// from LANGUAGE only when it has that language's resources.
+			pak := strings.ReplaceAll(l.lang, "_", "-") + ".pak"
+			if l.lang == "en" {
+				pak = "en-US.pak"
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(resolved(browsertest.RequireChromium(t))), "locales", pak)); err != nil {
+				t.Skipf("Chromium has no %s (Debian: apt-get install chromium-l10n; CJK text also needs a font such as fonts-wqy-zenhei): %v", pak, err)
+			}
+			s := startWith(t, 90*time.Second, "LANGUAGE="+l.env, "LANG="+l.env+".UTF-8")
+			fake := modeltest.New(t, modeltest.OpenAI)
+			fake.SetResponder(func(req modeltest.Request) modeltest.Turn {
+				if req.N == 1 {
+					return modeltest.Turn{Text: "Let me note that.", ToolCalls: []modeltest.Call{{ID: "call_1", Name: "create_task", Arguments: `{"subject":"Compare the three offers","description":"price, delivery, warranty"}`}}}
+				}
+				return modeltest.Text("Done: **one task** added.\n\n- compare offers\n- report back")
+			})
+			if out, err := ferryIn(t, s.home, "", "provider", "add", "fake", "--kind", modeltest.OpenAI, "--base-url", fake.URL, "--model", "fake-model", "--default"); err != nil {
+				t.Fatalf("ferry provider add: %v\n%s", err, out)
+			}
+			if out, err := ferryIn(t, s.home, "", "config", "set", "tools.confirm", "create_task"); err != nil {
+				t.Fatalf("ferry config set: %v\n%s", err, out)
+			}
+
+			panel := s.page("sidepanel/sidepanel.html", 420, 760)
+			s.waitIn(panel, "host connected", `document.querySelector('#host-status')?.dataset.state === 'connected' && !document.querySelector('#send').disabled`)
+			if lang, _ := browsertest.Eval[string](panel, `document.documentElement.lang`); lang != l.lang {
+				t.Errorf("side panel lang = %q, want %q (is the browser's UI language forced?)", lang, l.lang)
+			}
+			if err := chromedp.Do(panel, chromedp.SendKeys("#input", "Plan my shopping"), chromedp.Click("#send")); err != nil {
+				t.Fatal(err)
+			}
+			s.waitIn(panel, "confirmation", `document.querySelector('.prompt.confirm') !== null`)
+			if text, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm').innerText`); !strings.Contains(text, l.want) {
+				t.Errorf("confirmation card in %s: %q, want %q in it", l.locale, text, l.want)
+			}
+			if overflow, _ := browsertest.Eval[[]string](panel, overflowCheck); len(overflow) > 0 {
+				t.Errorf("side panel elements wider than the panel: %v", overflow)
+			}
+			screenshot(t, panel, "sidepanel-"+l.locale+".png")
+			s.click(panel, `.prompt.confirm button:not(.quiet)`)
+			s.waitIn(panel, "answer", `document.querySelector('#stop').hidden && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('one task'))`)
+			screenshot(t, panel, "sidepanel-done-"+l.locale+".png")
+
+			opts := s.page("options/options.html", 900, 900)
+			s.waitIn(opts, "settings shown", `document.querySelector('#host-status')?.dataset.state === 'connected' &&
+				!document.querySelector('[data-field="agent.system_prompt"]').hidden &&
+				document.querySelectorAll('#provider-rows tr').length === 1`)
+			if lang, _ := browsertest.Eval[string](opts, `document.documentElement.lang`); lang != l.lang {
+				t.Errorf("options lang = %q, want %q", lang, l.lang)
+			}
+			if overflow, _ := browsertest.Eval[[]string](opts, overflowCheck); len(overflow) > 0 {
+				t.Errorf("options page elements wider than the page: %v", overflow)
+			}
+			screenshot(t, opts, "options-"+l.locale+".png")
+			if png, err := chromedp.Run(opts, chromedp.Screenshot("#prefs-web")); err == nil {
+				_ = os.WriteFile(filepath.Join(screenshotDir(t), "options-web-"+l.locale+".png"), png, 0o644)
+			} else {
+				t.Errorf("screenshot of the web section: %v", err)
+			}
+		})
+	}
+}
+
+// resolved follows a launcher script (Debian's /usr/bin/chromium) to the
+// directory of the real binary, where its locales are.
+func resolved(path string) string {
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	if b, err := os.ReadFile(path); err == nil && len(b) < 64<<10 && strings.HasPrefix(string(b), "#!") {
+		for _, dir := range []string{"/usr/lib/chromium", "/usr/lib/chromium-browser"} {
+			if _, err := os.Stat(filepath.Join(dir, "locales")); err == nil {
+				return filepath.Join(dir, "chromium")
+			}
+		}
+	}
+	return path
+}
+
+// overflowCheck lists visible elements that stick out of the viewport sideways.
+const overflowCheck = `[...document.querySelectorAll('body *')].filter(e => {
+	const r = e.getBoundingClientRect();
+	return r.width > 0 && r.right > document.documentElement.clientWidth + 1 && !e.closest('.table-wrap, pre');
+}).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ')[0] : '')).slice(0, 10)`
