@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,7 +75,20 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts ...Option) *Conn {
 // side is still waiting on. A clean end of stream returns nil; a broken one (bad
 // length, truncated frame) returns the framing error after telling the peer.
 func (c *Conn) Serve(ctx context.Context) error {
-	err := c.readLoop(ctx)
+	// Notifications are handled one after another in the order they arrived (a
+	// later update must never be overtaken by an earlier one), on their own
+	// goroutine so that a slow one does not hold up reading responses.
+	notes := make(chan *Message, 256)
+	notesDone := make(chan struct{})
+	go func() {
+		defer close(notesDone)
+		for msg := range notes {
+			c.handle(ctx, msg)
+		}
+	}()
+	err := c.readLoop(ctx, notes)
+	close(notes)
+	<-notesDone
 	c.inflight.Wait()
 	c.failPending(errors.New("connection closed"))
 	if err == io.EOF {
@@ -83,7 +97,7 @@ func (c *Conn) Serve(ctx context.Context) error {
 	return err
 }
 
-func (c *Conn) readLoop(ctx context.Context) error {
+func (c *Conn) readLoop(ctx context.Context, notes chan<- *Message) error {
 	for {
 		data, err := ReadFrame(c.r, c.inLimit)
 		if err != nil {
@@ -94,6 +108,10 @@ func (c *Conn) readLoop(ctx context.Context) error {
 					Error: Errorf(CodeParseError, "closing connection: %v", err)})
 			}
 			return err
+		}
+		if msg := fastResponse(data); msg != nil {
+			c.deliver(msg)
+			continue
 		}
 		msg, perr := DecodeMessage(data)
 		if perr != nil {
@@ -113,6 +131,9 @@ func (c *Conn) readLoop(ctx context.Context) error {
 		switch {
 		case msg.IsResponse():
 			c.deliver(msg)
+		case msg.IsNotification():
+			c.inflight.Add(1)
+			notes <- msg
 		default:
 			c.inflight.Add(1)
 			go c.handle(ctx, msg)
@@ -269,4 +290,154 @@ func encode(m *Message) ([]byte, error) {
 	b = append(b, `,"result":`...)
 	b = append(b, m.Result...)
 	return append(b, '}'), nil
+}
+
+// fastResponseMin is the size from which a response's envelope is read by
+// fastResponse rather than decoded: below it, decoding costs nothing worth saving.
+const fastResponseMin = 64 << 10
+
+// fastResponse reads the envelope of a large successful response,
+// {"jsonrpc":"2.0","id":N,"result":…} with its members in any order, without
+// decoding the result: the result is only delimited (strings are skipped with a
+// byte search) and handed to Call, whose json.Unmarshal into the caller's value
+// is then the one full decode of a multi-megabyte browser answer. Anything else
+// (a request, an error, a member it does not expect, malformed JSON around the
+// result) returns nil and goes through DecodeMessage. A result that is not valid
+// JSON fails in Call's Unmarshal.
+func fastResponse(data []byte) *Message {
+	if len(data) < fastResponseMin {
+		return nil
+	}
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil
+	}
+	var m Message
+	i++
+	for {
+		i = skipWS(data, i)
+		if i >= len(data) || data[i] != '"' {
+			return nil
+		}
+		end := skipString(data, i)
+		if end < 0 {
+			return nil
+		}
+		key := data[i+1 : end-1]
+		i = skipWS(data, end)
+		if i >= len(data) || data[i] != ':' {
+			return nil
+		}
+		i = skipWS(data, i+1)
+		vend := skipValue(data, i)
+		if vend < 0 {
+			return nil
+		}
+		val := data[i:vend]
+		switch string(key) {
+		case "jsonrpc":
+			if string(val) != `"2.0"` || m.JSONRPC != "" {
+				return nil
+			}
+			m.JSONRPC = "2.0"
+		case "id":
+			if m.ID != nil || !validID(val) || val[0] == '"' || string(val) == "null" {
+				return nil // string ids are rare and may need unescaping: the slow path
+			}
+			m.ID = json.RawMessage(val)
+		case "result":
+			if m.Result != nil {
+				return nil
+			}
+			m.Result = json.RawMessage(val)
+		default:
+			return nil
+		}
+		i = skipWS(data, vend)
+		if i >= len(data) {
+			return nil
+		}
+		if data[i] == ',' {
+			i++
+			continue
+		}
+		if data[i] != '}' || skipWS(data, i+1) != len(data) {
+			return nil
+		}
+		break
+	}
+	if m.JSONRPC == "" || m.ID == nil || m.Result == nil {
+		return nil
+	}
+	return &m
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at b[i] ('"'),
+// or -1. Only quotes and the backslashes before them are looked at (validity is
+// Unmarshal's), so the search runs at memchr speed.
+func skipString(b []byte, i int) int {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		k := i
+		for k > 0 && b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i + 1
+		}
+		i++ // an escaped quote
+	}
+}
+
+// skipValue returns the index just past the JSON value starting at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				if i < 0 {
+					return -1
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return -1
+	}
+	// A number, true, false or null: up to the next delimiter.
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }

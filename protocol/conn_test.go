@@ -277,3 +277,36 @@ func TestConnCallsThePeer(t *testing.T) {
 		t.Fatalf("unanswered call = %v, want a deadline error", err)
 	}
 }
+
+func TestConnHandlesNotificationsInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var got []int
+	h := func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		var p struct{ N int }
+		json.Unmarshal(params, &p)
+		n := p.N
+		if n%7 == 0 {
+			time.Sleep(time.Millisecond) // a slow one must not be overtaken
+		}
+		mu.Lock()
+		got = append(got, n)
+		mu.Unlock()
+		return nil, nil
+	}
+	p := startConn(t, h)
+	for i := 0; i < 200; i++ {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"update","params":{"n":%d}}`, i))
+	}
+	p.in.Close()
+	if err := <-p.done; err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range got {
+		if n != i {
+			t.Fatalf("notification %d handled at position %d: %v", n, i, got[:i+1])
+		}
+	}
+	if len(got) != 200 {
+		t.Fatalf("%d of 200 notifications handled", len(got))
+	}
+}

@@ -63,7 +63,7 @@
   // ---------------------------------------------------------------- capture
 
   const KEEP_ATTRS = new Set(['href', 'src', 'alt', 'title', 'type', 'name', 'placeholder', 'role', 'aria-label', 'colspan', 'rowspan', 'for', 'lang', 'datetime', 'open']);
-  // Elements that get a data-ferry-sel: containers and controls, the things
+  // Elements that get a selector (the capture's sel attribute): containers and controls, the things
   // worth reading or acting on again. Paragraphs, links and inline markup go
   // without: the container above them is addressable, and the capture of a
   // large page stays near the size of its DOM.
@@ -89,8 +89,13 @@
     if (!NEEDS_ESC.test(s)) return s;
     return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   }
+  // Attribute values are single-quoted: JSON then has no quote to escape, and
+  // the host reads the capture's string without unescaping it.
+  const NEEDS_ESC_ATTR = /[&']/;
   function escAttr(s) {
-    return String(s).replace(/[&"<]/g, (c) => (c === '&' ? '&amp;' : c === '"' ? '&quot;' : '&lt;'));
+    s = String(s);
+    if (!NEEDS_ESC_ATTR.test(s)) return s;
+    return s.replace(/[&']/g, (c) => (c === '&' ? '&amp;' : '&#39;'));
   }
 
   function capture({ selector, max_chars: maxChars = 16_000_000, max_elements: maxElements = 200_000 } = {}) {
@@ -113,6 +118,19 @@
     let elements = 0;
     let truncated = false;
     const frames = [];
+    // The full selector of the nearest enclosing element that carries one in the
+    // capture. A selector that extends it is sent relative to it (BROWSER.md):
+    // ">step" for "<enclosing> > step", ">>>rest" for "<enclosing> >>> rest";
+    // the host rebuilds the full one. Long paths then cost a few bytes each.
+    let anc = '';
+    function selAttr(sel) {
+      let v = sel;
+      if (anc !== '' && sel.length > anc.length + 3 && sel.startsWith(anc)) {
+        if (sel.startsWith(' > ', anc.length)) v = `>${sel.slice(anc.length + 3)}`;
+        else if (sel.startsWith(' >>> ', anc.length)) v = `>>>${sel.slice(anc.length + 5)}`;
+      }
+      return ` sel='${escAttr(v)}'`;
+    }
 
     function push(s) {
       out.push(s);
@@ -161,9 +179,10 @@
         return;
       }
       let attrs = '';
+      let own = null;
       if ((SEL.has(tag) || tag.includes('-') || el.hasAttribute('id'))) {
-        const sel = sels.selectorFor(el);
-        if (sel) attrs += ` data-ferry-sel="${escAttr(sel)}"`;
+        own = sels.selectorFor(el);
+        if (own) attrs += selAttr(own);
       }
       if (el.hasAttributes()) {
         const list = el.attributes;
@@ -171,14 +190,14 @@
           const a = list[i];
           if (!KEEP_ATTRS.has(a.name)) continue;
           const v = a.value;
-          if (v !== '' && !(a.name === 'value')) attrs += ` ${a.name}="${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}"`;
+          if (v !== '' && !(a.name === 'value')) attrs += ` ${a.name}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
         }
       }
       if (tag === 'input' || tag === 'textarea' || tag === 'select') {
         if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
           if (el.checked) attrs += ' checked';
         } else if (tag !== 'select' && el.type !== 'password' && el.value) {
-          attrs += ` value="${escAttr(el.value.slice(0, 10_000))}"`;
+          attrs += ` value='${escAttr(el.value.slice(0, 10_000))}'`;
         }
         if (el.disabled) attrs += ' disabled';
       } else if (tag === 'option' && el.selected) attrs += ' selected';
@@ -194,12 +213,15 @@
         const sel = sels.selectorFor(el);
         if (inner && inner.body) {
           frames.push({ src, selector: sel, inlined: true });
-          push(`<ferry-frame src="${escAttr(src)}"${sel ? ` data-ferry-sel="${escAttr(sel)}"` : ''}>`);
+          push(`<ferry-frame src='${escAttr(src)}'${sel ? selAttr(sel) : ''}>`);
+          const saved = anc;
+          if (sel) anc = sel;
           children(inner.body, false);
+          anc = saved;
           push('</ferry-frame>');
         } else {
           frames.push({ src, selector: sel, inlined: false });
-          push(`<ferry-frame src="${escAttr(src)}" cross-origin${sel ? ` data-ferry-sel="${escAttr(sel)}"` : ''}></ferry-frame>`);
+          push(`<ferry-frame src='${escAttr(src)}' cross-origin${sel ? selAttr(sel) : ''}></ferry-frame>`);
         }
         return;
       }
@@ -209,7 +231,10 @@
         push('</textarea>');
         return;
       }
+      const saved = anc;
+      if (own) anc = own;
       children(el, pre || PRE.has(tag));
+      anc = saved;
       push(`</${name}>`);
     }
 

@@ -139,3 +139,28 @@ func FuzzConvert(f *testing.F) {
 		}
 	})
 }
+
+// A capture's relative selectors (">step", ">>>rest") are rebuilt against the
+// nearest enclosing element that carries one, following the capture's own nesting.
+func TestConvertRelativeSelectors(t *testing.T) {
+	page := `<body><main sel='#m'><section sel='>section:nth-of-type(2)'><h2 sel='>h2'>Title</h2>` +
+		`<p>text</p><div><ul sel='>div > ul'><li>one</li></ul></div><input sel='>input' name=q value='it&#39;s'><br>` +
+		`<x-card sel='.card'><button sel='>>>button'>Buy</button></x-card></section>` +
+		`<form sel='>form'><select sel='>select'><option>A</option></select></form></main></body>`
+	md, used := Convert(page, "")
+	for _, want := range []string{
+		"## Title ⟨#m > section:nth-of-type(2) > h2⟩",
+		"⟨#m > section:nth-of-type(2) > div > ul⟩",
+		`[input name=q value="it's"]⟨#m > section:nth-of-type(2) > input⟩`,
+		`[button text=Buy]⟨.card >>> button⟩`,
+		"⟨#m > form⟩",
+		"⟨#m > form > select⟩",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in\n%s", want, md)
+		}
+	}
+	if used != "#m" {
+		t.Errorf("used_selector %q, want #m", used)
+	}
+}

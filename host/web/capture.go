@@ -27,8 +27,80 @@ import (
 // MaxMarkedSelector bytes is left unmarked rather than written ambiguously.
 
 // CaptureSelectorAttr is the attribute in which a capture carries each element's
-// short unique CSS selector.
-const CaptureSelectorAttr = "data-ferry-sel"
+// short unique CSS selector; CaptureSelectorAttrLong is its older, longer name,
+// still read. A value that starts with ">" is relative to the selector of the
+// nearest enclosing element that carries one: ">step" stands for
+// "<enclosing> > step" and ">>>rest" for "<enclosing> >>> rest" (a selector never
+// starts with ">", so the two forms cannot be confused).
+const (
+	CaptureSelectorAttr     = "sel"
+	CaptureSelectorAttrLong = "data-ferry-sel"
+)
+
+// selScope is an element open in a capture's token stream, with the full selector
+// in force inside it (its own, or the one it inherits). It follows the tokens, not
+// the tree the builder repairs, because the extension wrote relative selectors
+// against the nesting of its own output.
+type selScope struct {
+	name string
+	sel  string
+}
+
+// captureVoid are the elements the extension writes without an end tag.
+func captureVoid(name []byte) bool {
+	switch string(name) {
+	case "br", "hr", "img", "input", "wbr", "col":
+		return true
+	}
+	return false
+}
+
+// enclosingSel is the full selector in force at the innermost open element.
+func (b *builder) enclosingSel() string {
+	if len(b.sels) == 0 {
+		return ""
+	}
+	return b.sels[len(b.sels)-1].sel
+}
+
+// resolveSel turns a relative capture selector into a full one.
+func (b *builder) resolveSel(v string) string {
+	if !strings.HasPrefix(v, ">") {
+		return v
+	}
+	enc := b.enclosingSel()
+	if enc == "" {
+		return "" // nothing to be relative to: leave the element unmarked
+	}
+	if rest, ok := strings.CutPrefix(v, ">>>"); ok {
+		return enc + " >>> " + rest
+	}
+	return enc + " > " + v[1:]
+}
+
+// openSel records a start tag in the token stream: n's own selector, or the
+// enclosing one.
+func (b *builder) openSel(name []byte, n *node) {
+	if captureVoid(name) {
+		return
+	}
+	sel := b.enclosingSel()
+	if n.x != nil && n.x.sel != "" {
+		sel = n.x.sel
+	}
+	b.sels = append(b.sels, selScope{name: string(name), sel: sel})
+}
+
+// closeSel records an end tag: back to the enclosing element of that name, if
+// one is open.
+func (b *builder) closeSel(name []byte) {
+	for i := len(b.sels) - 1; i >= 0; i-- {
+		if b.sels[i].name == string(name) {
+			b.sels = b.sels[:i]
+			return
+		}
+	}
+}
 
 // MaxMarkedSelector bounds the selectors written as marks: a long one costs the
 // model more to read than it saves.
@@ -97,8 +169,8 @@ func (b *builder) ext(n *node) *nodeX {
 
 func (b *builder) setCaptureAttr(n *node, k, v []byte) {
 	switch string(k) {
-	case CaptureSelectorAttr:
-		b.ext(n).sel = strings.TrimSpace(string(v))
+	case CaptureSelectorAttr, CaptureSelectorAttrLong:
+		b.ext(n).sel = b.resolveSel(strings.TrimSpace(string(v)))
 	case "href":
 		b.ext(n).href = strings.TrimSpace(string(v))
 	case "src":

@@ -142,6 +142,7 @@ type builder struct {
 	// (custom elements, <ferry-frame>) their names, so that their end tags close them.
 	capture bool
 	xs      []nodeX
+	sels    []selScope // capture only: the token stream's open elements (capture.go)
 }
 
 func (b *builder) top() *node { return b.stack[len(b.stack)-1] }
@@ -255,12 +256,20 @@ func parse(src string, capture bool) *builder {
 					b.setCaptureAttr(n, k, v)
 				}
 			}
+			if b.capture && tt == html.StartTagToken {
+				name, _ := z.TagName()
+				b.openSel(name, n)
+			}
 			b.top().appendChild(n)
 			if tt == html.StartTagToken && !voidElements[a] && len(b.stack) < maxDepth {
 				b.stack = append(b.stack, n)
 			}
 		case html.EndTagToken:
 			a := tagAtom(raw)
+			if b.capture {
+				name, _ := z.TagName()
+				b.closeSel(name)
+			}
 			switch a {
 			case atom.Title:
 				if inTitle {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"golang.org/x/net/html"
 
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/tests/browsertest"
@@ -273,21 +274,71 @@ func (b *bsession) capture(tabID int, selector string) capture {
 	return c
 }
 
-// selOf returns the data-ferry-sel of the first element whose opening tag
-// precedes marker in the capture.
-func selOf(t *testing.T, html, marker string) string {
+// selOf returns the full selector (the capture's sel attribute, relative ones
+// rebuilt as BROWSER.md says) of the last element whose opening tag precedes
+// marker in the capture and carries one.
+func selOf(t *testing.T, capture, marker string) string {
 	t.Helper()
-	i := strings.Index(html, marker)
+	i := strings.Index(capture, marker)
 	if i < 0 {
 		t.Fatalf("%q not in the capture", marker)
 	}
-	j := strings.LastIndex(html[:i], `data-ferry-sel="`)
-	if j < 0 {
-		t.Fatalf("no data-ferry-sel before %q", marker)
+	if strings.LastIndexByte(capture[:i], '<') > strings.LastIndexByte(capture[:i], '>') {
+		i += strings.IndexByte(capture[i:], '>') + 1 // the marker is inside a tag: include that tag
 	}
-	j += len(`data-ferry-sel="`)
-	k := strings.IndexByte(html[j:], '"')
-	return strings.ReplaceAll(strings.ReplaceAll(html[j:j+k], "&quot;", `"`), "&amp;", "&")
+	type scope struct{ name, sel string }
+	var stack []scope
+	enclosing := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		return stack[len(stack)-1].sel
+	}
+	last := ""
+	z := html.NewTokenizer(strings.NewReader(capture[:i]))
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			if last == "" {
+				t.Fatalf("no sel before %q", marker)
+			}
+			return last
+		case html.StartTagToken:
+			name, more := z.TagName()
+			sel := ""
+			for more {
+				var k, v []byte
+				k, v, more = z.TagAttr()
+				if string(k) == "sel" {
+					sel = string(v)
+				}
+			}
+			if rest, ok := strings.CutPrefix(sel, ">>>"); ok {
+				sel = enclosing() + " >>> " + rest
+			} else if rest, ok := strings.CutPrefix(sel, ">"); ok {
+				sel = enclosing() + " > " + rest
+			}
+			if sel != "" {
+				last = sel
+			}
+			switch string(name) {
+			case "br", "hr", "img", "input", "wbr", "col":
+				continue
+			}
+			if sel == "" {
+				sel = enclosing()
+			}
+			stack = append(stack, scope{string(name), sel})
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			for j := len(stack) - 1; j >= 0; j-- {
+				if stack[j].name == string(name) {
+					stack = stack[:j]
+					break
+				}
+			}
+		}
+	}
 }
 
 func TestBrowserCapture(t *testing.T) {
@@ -303,7 +354,7 @@ func TestBrowserCapture(t *testing.T) {
 			t.Errorf("title %q, used_selector %v, tab %d", c.Title, c.UsedSelector, c.TabID)
 		}
 		for _, want := range []string{"Visible heading", "First paragraph of the story.", "<b>bold</b>", "Card three",
-			"SHADOW-TEXT", "SLOTTED-LIGHT", "FRAME-TEXT", `value="prefilled"`, `<ferry-frame src="frame.html"`, `cross-origin`} {
+			"SHADOW-TEXT", "SLOTTED-LIGHT", "FRAME-TEXT", `value='prefilled'`, `<ferry-frame src='frame.html'`, `cross-origin`} {
 			if !strings.Contains(c.HTML, want) {
 				t.Errorf("capture lacks %q", want)
 			}
@@ -317,8 +368,8 @@ func TestBrowserCapture(t *testing.T) {
 		for marker, want := range map[string]string{
 			"Visible heading":               "h1",
 			"First paragraph of the story.": "#story",
-			`value="prefilled"`:             `[name="q"]`,
-			`type="email"`:                  `[data-testid="email"]`,
+			`value='prefilled'`:             `[name="q"]`,
+			`type='email'`:                  `[data-testid="email"]`,
 			"Card two":                      "section > div:nth-of-type(2)",
 			"SHADOW-TEXT":                   "#widget >>> .inner",
 			"FRAME-TEXT":                    "#same >>> #in-frame",
