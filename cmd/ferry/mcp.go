@@ -301,8 +301,13 @@ func (s *mcpServer) addMetaTools() {
 				return toolResult(tools.Result{Code: tools.CodeHandlerError, Reason: err.Error()}), nil
 			}
 			if res.Success {
+				// list_tabs answers {tabs: [...]}; hand out the list itself, not {tabs: {tabs: [...]}}.
+				tabs := res.Result
+				if m, ok := tabs.(map[string]any); ok && m["tabs"] != nil {
+					tabs = m["tabs"]
+				}
 				s.mu.Lock()
-				res.Result = map[string]any{"tabs": res.Result, "bound_tab_id": s.tab}
+				res.Result = map[string]any{"tabs": tabs, "bound_tab_id": s.tab}
 				s.mu.Unlock()
 			}
 			return toolResult(res), nil
