@@ -9,8 +9,9 @@
 // JSON-RPC as the extension's native port, against the same methods and registry.
 // There is no TCP port: no web page can reach it.
 //
-// Windows: TODO(issue 8) named pipes limited to the current user; until then
-// Listen returns ErrUnsupported there and the host runs without a control socket.
+// On Windows the transport is a named pipe that only the current user may open and
+// no remote client can reach (sys_windows.go); the token and description files are
+// kept the same way, in a folder restricted to the user.
 package control
 
 import (
@@ -51,8 +52,8 @@ func paths(dataDir string, pid int) (sock, token, info string) {
 // ErrNoHost means no live host listens in the data directory.
 var ErrNoHost = errors.New("no running browser host: open Chrome (or another browser) with the Ferry extension")
 
-// ErrUnsupported is returned by Listen and Dial where control sockets are not
-// implemented yet (Windows: named pipes are a TODO).
+// ErrUnsupported is returned by Listen and Dial on a system with neither Unix
+// sockets nor named pipes.
 var ErrUnsupported = errors.New("the control socket is not supported on this system yet")
 
 // List returns the live hosts of dataDir, most recently active first. Files left by

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +96,7 @@ func Listen(opts Options) (*Server, error) {
 	List(opts.DataDir) // removes what dead hosts left
 	pid := os.Getpid()
 	sock, tokenPath, _ := paths(opts.DataDir, pid)
-	if len(sock) > 100 {
+	if runtime.GOOS != "windows" && len(sock) > 100 { // sun_path's limit; pipes have none
 		return nil, fmt.Errorf("control socket path %s is too long for a Unix socket (%d bytes; at most about 100): use a shorter FERRY_HOME", sock, len(sock))
 	}
 	os.Remove(sock) // a previous process with our pid is gone, or we would not have its pid
@@ -113,7 +114,8 @@ func Listen(opts Options) (*Server, error) {
 		return nil, err
 	}
 	info := opts.Info
-	info.PID, info.Socket = pid, sock
+	// The listener's own address: the socket path, or on Windows the pipe's name.
+	info.PID, info.Socket = pid, l.Addr().String()
 	now := time.Now().UTC()
 	if info.StartedAt.IsZero() {
 		info.StartedAt = now
