@@ -265,7 +265,15 @@
 
   function labelText(el) {
     try {
-      if (el.labels && el.labels.length) return el.labels[0].textContent;
+      if (el.labels && el.labels.length) {
+        const label = el.labels[0];
+        // A field inside its label is no part of the name: a <select>'s option
+        // texts or a <textarea>'s text would otherwise be glued onto it.
+        if (!label.querySelector('select, textarea')) return label.textContent;
+        const copy = label.cloneNode(true);
+        for (const field of copy.querySelectorAll('select, textarea')) field.remove();
+        return copy.textContent;
+      }
     } catch {
       // not labelable
     }
