@@ -42,6 +42,7 @@ type Host struct {
 
 	connMu sync.Mutex
 	conn   *protocol.Conn // the extension's connection while Serve runs
+	panels *panelCount    // its side panels, as it last reported them
 }
 
 // New prepares a host over an open database and registers the built-in methods.
@@ -85,6 +86,10 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 		tb.Close()
 		return nil, err
 	}
+	if err := h.registerUIMethods(); err != nil { // ui.presence, workspace.* (ui_methods.go)
+		tb.Close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -118,15 +123,17 @@ func (h *Host) AllowedExtensions(ctx context.Context) ([]string, error) {
 // running when the stream ends are finished and answered before Serve returns.
 func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn := protocol.NewConn(r, w, h.Methods.Handle, protocol.WithLogger(h.Log))
+	panels := &panelCount{}
 	h.connMu.Lock()
-	h.conn = conn
+	h.conn, h.panels = conn, panels
 	h.connMu.Unlock()
 	// Confirmations and ask_user go to the extension while it is connected.
-	h.Tools.Registry.SetUI(h.Tools.Agent.WrapUI(connUI{conn}))
+	// A page action's own page may answer its confirmation too (host/pageactions).
+	h.Tools.Registry.SetUI(h.Tools.Pages.WrapUI(h.Tools.Agent.WrapUI(connUI{conn, panels})))
 	defer func() {
 		h.Tools.Registry.SetUI(nil)
 		h.connMu.Lock()
-		h.conn = nil
+		h.conn, h.panels = nil, nil
 		h.connMu.Unlock()
 	}()
 	return conn.Serve(ctx)

@@ -101,7 +101,10 @@ func OpenToolbox(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, e
 }
 
 // connUI asks the person through the extension over the native connection.
-type connUI struct{ conn *protocol.Conn }
+type connUI struct {
+	conn   *protocol.Conn
+	panels *panelCount // what the extension said of its open side panels
+}
 
 func (u connUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
 	var out struct {
@@ -136,6 +139,9 @@ func (u connUI) withdraw(ctx context.Context, callID string) {
 
 type toolsListParams struct {
 	TabID int `json:"tab_id,omitempty"`
+	// Model asks for what the model is offered: without page actions outside the
+	// page's active region.
+	Model bool `json:"model,omitempty"`
 }
 
 func (h *Host) toolsList(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -143,7 +149,11 @@ func (h *Host) toolsList(ctx context.Context, raw json.RawMessage) (any, error) 
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	avail, unavail := h.Tools.Registry.List(ctx, p.TabID)
+	list := h.Tools.Registry.List
+	if p.Model {
+		list = h.Tools.Registry.ModelList
+	}
+	avail, unavail := list(ctx, p.TabID)
 	return map[string]any{"tools": avail, "unavailable": unavail, "tokens": tools.TotalTokens(avail)}, nil
 }
 

@@ -6,6 +6,10 @@
 //                    hello → status
 //                    ran {rid, out} (the answer to a run)
 //   host → worker:   page.action.run {tab_id, frame_id, id, args, …} → bridge run → its out
+//                    page.action.confirm {tab_id, frame_id, call_id, id, arguments, message, timeout_ms}
+//                      → bridge confirm → {answered, approved} (the page's own answer)
+//                    page.action.confirm.done {tab_id, frame_id, call_id, approved, by}
+//   bridge → worker: confirmed {rid, out} (the answer to a confirm)
 //   worker → host:   page.actions.remove when a frame's port closes or its tab does
 //
 // Tab, frame and origin always come from the port's sender, never from the page.
@@ -61,7 +65,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     // The tab's snapshot covers its top frame and same-origin frames only.
     const topOrigin = originOf(sender.tab?.url ?? '');
     const foreign = frameId !== 0 && topOrigin !== '' && topOrigin !== origin;
-    const f = { port, tabId, frameId, origin, url, update: null, runs: new Map(), foreign };
+    const f = { port, tabId, frameId, origin, url, update: null, runs: new Map(), confirms: new Map(), foreign };
     const k = key(tabId, frameId);
     frames.get(k)?.port.disconnect?.();
     frames.set(k, f);
@@ -84,6 +88,15 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         case 'call':
           call(f, msg);
           break;
+        case 'confirmed': {
+          // Only the answer to a confirmation this frame was sent counts.
+          const pending = f.confirms.get(msg.rid);
+          if (pending) {
+            f.confirms.delete(msg.rid);
+            pending.resolve({ answered: Boolean(msg.out?.answered), approved: Boolean(msg.out?.approved) });
+          }
+          break;
+        }
         case 'ran': {
           const pending = f.runs.get(msg.rid);
           if (pending) {
@@ -99,6 +112,8 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       frames.delete(k);
       for (const p of f.runs.values()) p.reject(Object.assign(new Error('the page navigated or closed while the action ran'), { code: -32010, data: { reason: 'gone' } }));
       f.runs.clear();
+      for (const p of f.confirms.values()) p.resolve({ answered: false });
+      f.confirms.clear();
       if (f.update) client.notify('page.actions.remove', { tab_id: tabId, frame_id: frameId });
     });
     if (client.state === 'connected') port.post({ t: 'status', connected: true });
@@ -144,8 +159,43 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     });
   }
 
+  /** host → extension: page.action.confirm, offered to the frame that declared the action. */
+  function confirm(params) {
+    const f = frames.get(key(params?.tab_id, params?.frame_id ?? 0));
+    if (!f || typeof params.call_id !== 'string' || params.call_id === '') return Promise.resolve({ answered: false });
+    const rid = nextRid++;
+    const ms = (params.timeout_ms > 0 ? params.timeout_ms : 30_000) + RUN_SLACK_MS;
+    return new Promise((resolve) => {
+      const timer = timers.setTimeout(() => {
+        f.confirms.delete(rid);
+        resolve({ answered: false });
+      }, ms);
+      f.confirms.set(rid, {
+        callId: params.call_id,
+        resolve: (v) => { timers.clearTimeout(timer); resolve(v); },
+      });
+      f.port.post({ t: 'confirm', rid, req: params });
+    });
+  }
+
+  /** host → extension: page.action.confirm.done — how it ended, whoever decided. */
+  function confirmDone(params) {
+    const f = frames.get(key(params?.tab_id, params?.frame_id ?? 0));
+    if (!f) return {};
+    for (const [rid, p] of f.confirms) {
+      if (p.callId === params.call_id) {
+        f.confirms.delete(rid);
+        p.resolve({ answered: false });
+      }
+    }
+    f.port.post({ t: 'confirm_done', call_id: params.call_id, approved: Boolean(params.approved), by: String(params.by ?? '') });
+    return {};
+  }
+
   function register() {
     client.registerHandler('page.action.run', (params) => run(params ?? {}));
+    client.registerHandler('page.action.confirm', (params) => confirm(params ?? {}));
+    client.registerHandler('page.action.confirm.done', (params) => confirmDone(params ?? {}));
     // A host that (re)connects knows nothing of the pages: tell it everything again.
     let was = client.state;
     client.subscribe((snap) => {
@@ -174,5 +224,5 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     }
   }
 
-  return { open, run, register, frames };
+  return { open, run, confirm, confirmDone, register, frames };
 }

@@ -137,7 +137,18 @@ export function createUiRouter({ client, timers = globalThis, logger = console, 
     broadcast({ kind: 'event', event });
   });
   client.onNotification('tasks.changed', (params) => broadcast({ kind: 'tasks', ...params }));
-  client.subscribe((snapshot) => broadcast({ kind: 'status', status: snapshot }));
+  // The host keeps the number of open side panels (ui.presence) so that it can
+  // deny a confirmation, or hide ask_user, at once when nobody could answer. It
+  // hears it on every (re)connect and on every change.
+  let lastState = null;
+  function sendPresence() {
+    client.notify('ui.presence', { panels: panels.size });
+  }
+  client.subscribe((snapshot) => {
+    if (snapshot.state === 'connected' && lastState !== 'connected') sendPresence();
+    lastState = snapshot.state;
+    broadcast({ kind: 'status', status: snapshot });
+  });
 
   function answer(port, message) {
     const callId = message?.call_id;
@@ -158,8 +169,9 @@ export function createUiRouter({ client, timers = globalThis, logger = console, 
 
   function openPanel(port) {
     panels.add(port);
+    sendPresence();
     port.onDisconnect(() => {
-      panels.delete(port);
+      if (panels.delete(port)) sendPresence();
       // Pending prompts stay: the person may reopen the panel before the host's
       // deadline, and the host withdraws them itself when it stops waiting.
     });

@@ -180,6 +180,18 @@
           (err) => sw?.postMessage({ t: 'ran', rid: msg.rid, out: { ok: false, code: 'HANDLER_ERROR', reason: String(err?.message ?? err) } }),
         );
         break;
+      case 'confirm': {
+        // The page's own confirmation of one of its actions: the page API answers
+        // when the page calls ferry.confirmTool / rejectTool with this call id, or at
+        // once {answered: false} when it has no confirm listener.
+        const req = msg.req ?? {};
+        askMain({ t: 'confirm', call_id: req.call_id, id: req.id, params: req.arguments ?? {}, message: req.message })
+          .then((out) => sw?.postMessage({ t: 'confirmed', rid: msg.rid, out: out ?? { answered: false } }));
+        break;
+      }
+      case 'confirm_done':
+        main.postMessage({ t: 'confirm_done', call_id: msg.call_id, approved: Boolean(msg.approved), by: msg.by });
+        break;
       case 'reply':
         main.postMessage({ t: 'reply', rid: msg.rid, result: msg.result, error: msg.error });
         break;

@@ -8,6 +8,7 @@ import { localize, t } from '../lib/i18n.js';
 import { displayState, formatBytes, helpSteps, statusLabel } from './status-view.js';
 import { initSettings, onHostConnected } from './settings.js';
 import { initPrefs, loadPrefs } from './prefs.js';
+import { initWorkspace, loadWorkspace } from './workspace.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,6 +40,7 @@ function render(snapshot) {
       showDetails(snapshot.hostInfo);
       onHostConnected();
       loadPrefs();
+      loadWorkspace();
     }
   } else {
     shownConnection = false;
@@ -114,4 +116,5 @@ $('host-retry').addEventListener('click', () => {
 });
 initSettings();
 initPrefs();
+initWorkspace();
 watchStatus();

@@ -120,6 +120,32 @@
     return Boolean(el);
   }
 
+  // ---- regions: an exposure rule (actions of another region than the active one
+  // are not shown to the model; a call by id still runs) ----
+  function regionElement(el) {
+    try { return resolveTarget(el); } catch { return null; }
+  }
+  function regionContaining(node) {
+    if (!node) return '';
+    for (const [name, el] of regions) {
+      const r = regionElement(el);
+      if (r && (r === node || r.contains(node))) return name;
+    }
+    return '';
+  }
+  // Set by ferry.setRegion, else the region that contains the focus.
+  function currentRegion() {
+    if (activeRegion) return activeRegion;
+    return regionContaining(document.activeElement);
+  }
+  function regionOfAction(a) {
+    if (a.config.region) return String(a.config.region);
+    if (!a.decl.has_target || regions.size === 0) return '';
+    let el = null;
+    try { el = resolveTarget(a.target); } catch { el = null; }
+    return regionContaining(el);
+  }
+
   function rowsOf(collection) {
     const getter = records.get(collection);
     if (!getter) return [];
@@ -158,11 +184,13 @@
       }
       if (a.decl.has_target && announceTarget(`snap:${id}`, a)) st.target = `snap:${id}`;
       else if (a.decl.has_target) Object.assign(st, { available: false, reason: st.reason ?? `the element ${id} acts on is not in the page` });
-      if (a.config.region) st.region = String(a.config.region);
+      const region = regionOfAction(a);
+      if (region) st.region = region;
       states.push(st);
     }
     const snap = { actions: states, records: recs };
-    if (activeRegion) snap.region = activeRegion;
+    const active = currentRegion();
+    if (active) snap.region = active;
     return snap;
   }
 
@@ -189,8 +217,14 @@
     observer = new MutationObserver(() => schedule(50));
     observer.observe(document.documentElement, { childList: true, subtree: true, attributes: true, characterData: true });
   }
+  let focusWatched = false;
   function declaredSomething() {
     declared = true;
+    if (!focusWatched && win.addEventListener) {
+      focusWatched = true;
+      win.addEventListener('focusin', () => { if (regions.size) schedule(0); }, true);
+      win.addEventListener('focusout', () => { if (regions.size) schedule(0); }, true);
+    }
     if (document.documentElement) observe();
     else document.addEventListener('DOMContentLoaded', observe, { once: true });
     schedule(0);
@@ -366,6 +400,41 @@
     return out;
   }
 
+  // ---- the page's own confirmation of its actions ----
+  // call id → {action, rid}: rid is the bridge's request while the page may still
+  // answer (null once answered, or when nobody listens).
+  const confirms = new Map();
+  function answerConfirm(callId, approved) {
+    const c = confirms.get(String(callId));
+    if (!c || c.rid === null) return false;
+    const rid = c.rid;
+    c.rid = null;
+    port?.postMessage({ t: 'done', rid, out: { answered: true, approved: Boolean(approved) } });
+    return true;
+  }
+  function onConfirm(msg) {
+    const callId = String(msg.call_id ?? '');
+    const listening = (listeners.get('confirm')?.size ?? 0) > 0;
+    confirms.set(callId, { action: String(msg.id ?? ''), rid: listening ? msg.rid : null });
+    if (!listening) {
+      port.postMessage({ t: 'done', rid: msg.rid, out: { answered: false } });
+      return;
+    }
+    emitLocal('confirm', { callId, action: String(msg.id ?? ''), params: msg.params ?? {}, message: String(msg.message ?? '') });
+  }
+  function onConfirmDone(msg) {
+    const callId = String(msg.call_id ?? '');
+    const c = confirms.get(callId);
+    if (!c) return;
+    confirms.delete(callId);
+    if (c.rid !== null) port.postMessage({ t: 'done', rid: c.rid, out: { answered: false } });
+    emitLocal('confirmed', { callId, action: c.action, approved: Boolean(msg.approved), by: String(msg.by ?? '') });
+    if (!msg.approved) {
+      const reason = msg.by === 'timeout' ? 'the confirmation timed out' : msg.by === 'page' ? 'rejected by the page' : 'the confirmation was declined';
+      emitLocal('denied', { action: c.action, reason, callId, by: String(msg.by ?? '') });
+    }
+  }
+
   async function onBridge(msg) {
     if (!msg || typeof msg !== 'object') return;
     if (msg.t === 'reply') {
@@ -386,6 +455,14 @@
       status = msg;
       // A waiter that is not done (not connected yet) stays until its timeout.
       for (const fn of statusWaiters.splice(0)) if (!fn(msg)) statusWaiters.push(fn);
+      return;
+    }
+    if (msg.t === 'confirm') {
+      onConfirm(msg);
+      return;
+    }
+    if (msg.t === 'confirm_done') {
+      onConfirmDone(msg);
       return;
     }
     if (msg.t === 'prepare' || msg.t === 'exec') {
@@ -427,12 +504,32 @@
       };
     },
     region(name, element) {
-      regions.set(String(name), element);
-      return () => regions.delete(String(name));
+      const key = String(name);
+      regions.set(key, element);
+      declaredSomething();
+      return () => {
+        if (regions.get(key) === element) {
+          regions.delete(key);
+          schedule(0);
+        }
+      };
     },
     setRegion(name) {
       activeRegion = name ? String(name) : '';
       schedule(0);
+    },
+    // The active region: the one set by setRegion, else the one holding the focus.
+    activeRegion() {
+      return currentRegion();
+    },
+    // Answers the page's own confirmation of one of its actions (the confirm event's
+    // callId). Any other id — a builtin's, another page's, one already decided — is
+    // ignored: false.
+    confirmTool(callId) {
+      return answerConfirm(callId, true);
+    },
+    rejectTool(callId) {
+      return answerConfirm(callId, false);
     },
     capability(app, name, config) {
       if (!/^[A-Za-z0-9_-]+$/.test(String(app))) throw new TypeError('ferry.capability: app must match [A-Za-z0-9_-]+');

@@ -98,8 +98,10 @@ describe('service worker', () => {
     assert.deepEqual(port.sent[0].params, { protocol: 1, client: 'ferry-extension', client_version: '0.1.0' });
     port.hostSends({ jsonrpc: '2.0', id: port.sent[0].id, result: { name: 'ferry', version: '0.1.0', protocol: 1 } });
     await flush();
-    const info = port.sent[1];
-    assert.equal(info.method, 'host.info');
+    // On connecting the side panels' count goes first (ui.presence, no panel open).
+    assert.deepEqual(port.sent.filter((m) => m.method === 'ui.presence').map((m) => m.params), [{ panels: 0 }]);
+    const info = port.sent.find((m) => m.method === 'host.info');
+    assert.ok(info, 'host.info sent');
     port.hostSends({ jsonrpc: '2.0', id: info.id, result: { data_dir: '/d' } });
     assert.deepEqual(await pending, { data_dir: '/d' });
     assert.equal(globalThis.ferryHost.state().state, 'connected');

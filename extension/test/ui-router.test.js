@@ -21,7 +21,7 @@ async function setup() {
   const host = ports.last;
   host.deliver({ jsonrpc: '2.0', id: host.sent[0].id, result: { name: 'ferry', version: '0.1.0', protocol: 1 } });
   await flush();
-  return { timers, client, ui, host };
+  return { timers, client, ui, host, ports };
 }
 
 /** A side panel's end of the runtime port. */
@@ -192,6 +192,32 @@ describe('ui router', () => {
     assert.deepEqual(late.last('replay').events, evs);
     late.send({ kind: 'replay', run_id: 'unknown' });
     assert.deepEqual(late.last('replay').events, []);
+  });
+
+  it('tells the host how many side panels are open, on every change and on reconnect', async () => {
+    const { host, ui, ports, timers } = await setup();
+    const presence = (port) => port.sent.filter((m) => m.method === 'ui.presence').map((m) => m.params.panels);
+    assert.deepEqual(presence(host), [0], 'sent on connect');
+    assert.equal(host.sent.find((m) => m.method === 'ui.presence').id, undefined, 'a notification');
+    const a = panel();
+    const b = panel();
+    ui.openPanel(a.port);
+    ui.openPanel(b.port);
+    a.close();
+    a.close(); // a second disconnect of one port changes nothing
+    assert.deepEqual(presence(host), [0, 1, 2, 1]);
+    // The host restarts: the new one hears the count at once.
+    host.drop('Native host has exited.');
+    await flush();
+    timers.advance(250); // the first reconnect delay
+    await flush();
+    const next = ports.last;
+    assert.notEqual(next, host);
+    next.deliver({ jsonrpc: '2.0', id: next.sent[0].id, result: { name: 'ferry', version: '0.1.0', protocol: 1 } });
+    await flush();
+    assert.deepEqual(presence(next), [1]);
+    b.close();
+    assert.deepEqual(presence(next), [1, 0]);
   });
 
   it('is reached through the dispatcher by extension pages only', async () => {

@@ -111,6 +111,10 @@ func (m *Manager) WrapUI(ui tools.UI) tools.UI {
 
 type eventUI struct{ ui tools.UI }
 
+// Unwrap is the UI asked through, so that what it tells beyond tools.UI (the open
+// side panels) still reaches the registry.
+func (u eventUI) Unwrap() tools.UI { return u.ui }
+
 func (u eventUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
 	if r := runFromContext(ctx); r != nil {
 		r.publish(Event{Type: EventConfirm, ID: req.CallID, Name: req.Tool, Request: req})

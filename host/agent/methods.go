@@ -16,14 +16,15 @@ import (
 // Options.Notify sends them (the host: chat.event notifications).
 func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](register func(string, F) error, m *Manager) error {
 	for name, fn := range map[string]func(context.Context, json.RawMessage) (any, error){
-		"chat.send":            m.chatSend,
-		"chat.cancel":          m.chatCancel,
-		"chat.resume":          m.chatResume,
-		"conversations.list":   m.conversationsList,
-		"conversations.get":    m.conversationsGet,
-		"conversations.rename": m.conversationsRename,
-		"conversations.delete": m.conversationsDelete,
-		"runs.get":             m.runsGet,
+		"chat.send":                m.chatSend,
+		"chat.cancel":              m.chatCancel,
+		"chat.resume":              m.chatResume,
+		"conversations.list":       m.conversationsList,
+		"conversations.get":        m.conversationsGet,
+		"conversations.rename":     m.conversationsRename,
+		"conversations.delete":     m.conversationsDelete,
+		"conversations.delete_all": m.conversationsDeleteAll,
+		"runs.get":                 m.runsGet,
 	} {
 		if err := register(name, F(fn)); err != nil {
 			return err
@@ -212,6 +213,38 @@ func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) 
 		return nil, wire(err)
 	}
 	return map[string]bool{"deleted": true}, nil
+}
+
+// conversationsDeleteAll deletes every conversation (the options page's "delete all
+// conversations"), stopping their runs first, and says how many went.
+func (m *Manager) conversationsDeleteAll(ctx context.Context, raw json.RawMessage) (any, error) {
+	if err := decode(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	deleted := 0
+	for {
+		list, err := m.db.ListConversations(ctx, 500)
+		if err != nil {
+			return nil, err
+		}
+		if len(list) == 0 {
+			return map[string]int{"deleted": deleted}, nil
+		}
+		for _, c := range list {
+			if r := m.ActiveRun(c.ID); r != nil {
+				r.Cancel()
+				<-r.Done()
+			}
+			err := m.db.DeleteConversation(ctx, c.ID)
+			switch {
+			case err == nil:
+				deleted++
+			case errors.Is(err, storage.ErrConversationNotFound): // deleted meanwhile
+			default:
+				return nil, err
+			}
+		}
+	}
 }
 
 func (m *Manager) runsGet(ctx context.Context, raw json.RawMessage) (any, error) {

@@ -368,7 +368,7 @@ type offer struct {
 
 func (r *Run) offer(ctx context.Context) offer {
 	o := offer{byModel: map[string]tools.Listing{}}
-	avail, unavail := r.m.reg.List(ctx, r.tabID)
+	avail, unavail := r.m.reg.ModelList(ctx, r.tabID)
 	if r.noTools {
 		o.unavailable = unavail
 		return o

@@ -209,6 +209,7 @@ func (m *Manager) tool(f *frame, d Decl) (tools.Tool, error) {
 		Available: func(ctx context.Context, call *tools.Call) (bool, string) {
 			return m.available(tab, fr, id, call)
 		},
+		Exposed: func() bool { return m.exposed(tab, fr, id) },
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			return m.run(ctx, tab, fr, d, call)
 		},
@@ -333,6 +334,24 @@ func (m *Manager) available(tab, fr int, id string, call *tools.Call) (bool, str
 		return true, ""
 	}
 	return false, fmt.Sprintf("there are no %s records for %s to act on", d.Record, id)
+}
+
+// exposed is the region rule: an action of a region other than the frame's active
+// one is left out of what the model sees. Actions without a region, and every action
+// while no region is active, are always shown.
+func (m *Manager) exposed(tab, fr int, id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.frame(tab, fr)
+	if f == nil {
+		return true
+	}
+	return f.inRegion(id)
+}
+
+func (f *frame) inRegion(id string) bool {
+	st := f.states[id]
+	return f.snap.Region == "" || st.Region == "" || st.Region == f.snap.Region
 }
 
 func orReason(r, def string) string {
@@ -498,6 +517,9 @@ func (m *Manager) PageContext(ctx context.Context, tabID int) (*agent.Page, erro
 		for _, aid := range f.order {
 			d := f.decls[aid]
 			st, ok := f.states[aid]
+			if !f.inRegion(aid) {
+				continue // another region's: not shown to the model
+			}
 			name := tools.ModelName(aid)
 			switch {
 			case d.Record != "" && len(st.Instances) > 0:

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -239,14 +240,21 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	if ui == nil {
 		return fail(CodeUserRejected, "%s needs a person's confirmation, but no UI is connected to ask (open Ferry's side panel in the browser; `ferry call` cannot confirm)", e.name), false
 	}
+	// A page action's own page may answer its confirmation (host/pageactions), so a
+	// missing side panel does not settle it here.
+	if noPanel(ui) && e.tool.Source != SourcePage {
+		return fail(CodeUserRejected, "%s needs a person's confirmation, but %s; treated as a denial", e.name, NoPanelReason), false
+	}
 	if msg == "" {
-		msg = fmt.Sprintf("Allow %s? %s", e.name, e.tool.Description)
+		// The UI titles the card with the tool's name; the message says what it does.
+		msg = e.tool.Description
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
 	ok, err := ui.Confirm(cctx, ConfirmRequest{
-		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: call.Origin,
+		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: cmp.Or(call.Origin, e.tool.Origin),
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
+		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID,
 	})
 	switch {
 	case err == nil && ok:

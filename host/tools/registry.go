@@ -369,6 +369,44 @@ func (r *Registry) List(ctx context.Context, tab int) (available []Listing, unav
 	return available, unavailable
 }
 
+// ModelList is List as the model sees it: without the tools whose Exposed says no
+// (page actions outside the active region), available or not.
+func (r *Registry) ModelList(ctx context.Context, tab int) (available []Listing, unavailable []Unavailable) {
+	hidden := map[string]bool{}
+	for _, e := range r.entries(tab) {
+		if e.tool.Exposed != nil && !exposed(e) {
+			hidden[e.modelName] = true
+		}
+	}
+	available, unavailable = r.List(ctx, tab)
+	if len(hidden) == 0 {
+		return available, unavailable
+	}
+	a, u := available[:0:0], unavailable[:0:0]
+	for _, l := range available {
+		if !hidden[l.ModelName] {
+			a = append(a, l)
+		}
+	}
+	for _, x := range unavailable {
+		if !hidden[x.Name] {
+			u = append(u, x)
+		}
+	}
+	return a, u
+}
+
+// exposed runs Tool.Exposed, a panic counting as exposed (the model is told too
+// much rather than too little).
+func exposed(e *entry) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = true
+		}
+	}()
+	return e.tool.Exposed()
+}
+
 // available runs a precondition, a panic counting as unavailable.
 func (r *Registry) available(ctx context.Context, e *entry, call *Call) (ok bool, reason string) {
 	if e.tool.Available == nil {

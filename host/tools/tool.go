@@ -61,8 +61,8 @@ type Tool struct {
 	// message: the handler ran, the result was not seen. It runs within the same
 	// timeout as Run.
 	Expect func(ctx context.Context, call *Call, result any) (Expectation, error)
-	// ConfirmMessage is what the person is asked; empty means "Allow <name>?" with
-	// the description.
+	// ConfirmMessage is what the person is asked; empty means the description (the
+	// UI names the tool itself).
 	ConfirmMessage string
 	// Assess, when set, judges one call whose risk depends on its arguments or its
 	// target (execute_script in a page the user has or has not trusted): whether a
@@ -71,6 +71,10 @@ type Tool struct {
 	// loop checks, just before the confirmation; an error is the call's result (a
 	// *Failure chooses the code, anything else is HANDLER_ERROR) and nothing runs.
 	Assess func(ctx context.Context, call *Call) (Assessment, error)
+	// Exposed, when set, says whether the model is offered the tool now (a page
+	// action outside the page's active region is not): ModelList leaves it out. An
+	// exposure rule, not a permission: a call by name still goes through the pipeline.
+	Exposed func() bool
 
 	// Origin is the page origin of a page action or capability ("" for builtins);
 	// TabID and FrameID say where a page action lives.

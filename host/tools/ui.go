@@ -15,6 +15,34 @@ type UI interface {
 	Ask(ctx context.Context, req AskRequest) (AskAnswer, error)
 }
 
+// Presence is what a UI may also tell: how many side panels are open to answer right
+// now. known is false until the extension has said (an older extension never does),
+// and then the UI is asked as before.
+type Presence interface {
+	PanelsOpen() (open int, known bool)
+}
+
+// NoPanelReason is why nobody can be asked while the extension is connected but no
+// side panel is open.
+const NoPanelReason = "no side panel is open: open Ferry's side panel (the Ferry toolbar button) so the user can answer"
+
+// noPanel reports whether ui says, directly or through wrappers (an Unwrap() UI
+// method, as the agent's event wrapper has), that no side panel is open.
+func noPanel(ui UI) bool {
+	for ui != nil {
+		if p, ok := ui.(Presence); ok {
+			n, known := p.PanelsOpen()
+			return known && n == 0
+		}
+		u, ok := ui.(interface{ Unwrap() UI })
+		if !ok {
+			return false
+		}
+		ui = u.Unwrap()
+	}
+	return false
+}
+
 // ConfirmRequest asks a person whether one call may run. Arguments are redacted as in
 // the audit log.
 type ConfirmRequest struct {
@@ -25,6 +53,11 @@ type ConfirmRequest struct {
 	Message   string          `json:"message"`
 	Dangerous bool            `json:"dangerous,omitempty"`
 	TimeoutMS int64           `json:"timeout_ms"`
+	// Source, TabID and FrameID say which tool asks: for a page action, the page that
+	// declared it may answer too (host/pageactions wraps the UI for that).
+	Source  Source `json:"source,omitempty"`
+	TabID   int    `json:"tab_id,omitempty"`
+	FrameID int    `json:"frame_id,omitempty"`
 }
 
 // AskRequest is ask_user's question: free text, or a choice among options.
@@ -76,6 +109,9 @@ func AskUser(r *Registry) Tool {
 			if r.UI() == nil {
 				return false, "no UI is connected to ask the user: open Ferry's side panel in the browser (from `ferry call` nobody can answer)"
 			}
+			if noPanel(r.UI()) {
+				return false, NoPanelReason
+			}
 			return true, ""
 		},
 		Run: func(ctx context.Context, call *Call) (any, error) {
@@ -90,6 +126,9 @@ func AskUser(r *Registry) Tool {
 			ui := r.UI()
 			if ui == nil {
 				return nil, Failf(CodeActionUnavailable, "the UI disconnected before the question could be asked")
+			}
+			if noPanel(ui) {
+				return nil, Failf(CodeActionUnavailable, "%s", NoPanelReason)
 			}
 			wait := r.policy.get(ctx).AskTimeout
 			actx, cancel := context.WithTimeout(ctx, wait)

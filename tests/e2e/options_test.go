@@ -404,3 +404,59 @@ const overflowCheck = `[...document.querySelectorAll('body *')].filter(e => {
 	const r = e.getBoundingClientRect();
 	return r.width > 0 && r.right > document.documentElement.clientWidth + 1 && !e.closest('.table-wrap, pre');
 }).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + String(e.className).split(' ')[0] : '')).slice(0, 10)`
+
+// TestOptionsWorkspace browses the workspace in the options page: a folder, a text
+// file whose markup is shown as text, a download, a delete after the confirmation,
+// and the usage against the quota.
+func TestOptionsWorkspace(t *testing.T) {
+	s := startWith(t, 90*time.Second)
+	for path, content := range map[string]string{
+		"notes/todo.md": "<img src=x onerror=\"document.title='pwned'\">buy milk\n",
+		"report.txt":    "quarterly numbers\n",
+	} {
+		var res struct {
+			Success bool   `json:"success"`
+			Reason  string `json:"reason"`
+		}
+		s.must("tools.call", map[string]any{"name": "opfs_write", "arguments": map[string]string{"path": path, "content": content}}, &res)
+		if !res.Success {
+			t.Fatalf("opfs_write %s: %s", path, res.Reason)
+		}
+	}
+	tab := s.page("options/options.html", 1100, 1400)
+	s.waitIn(tab, "workspace listed", `[...document.querySelectorAll('#ws-rows tr')].length === 2`)
+	s.waitIn(tab, "usage shown", `document.querySelector('#ws-usage-text').textContent.includes('%')`)
+	// Into the folder, view the file: its markup is text, never parsed.
+	s.click(tab, `#ws-rows tr:first-child td:first-child button`)
+	s.waitIn(tab, "folder opened", `document.querySelector('#ws-crumbs').textContent.includes('notes') && document.querySelector('#ws-rows').textContent.includes('todo.md')`)
+	s.click(tab, `#ws-rows tr:first-child td:last-child button:nth-child(1)`)
+	s.waitIn(tab, "file shown", `!document.querySelector('#ws-viewer').hidden && document.querySelector('#ws-viewer-text').textContent.includes('buy milk')`)
+	if n, _ := browsertest.Eval[int](tab, `document.querySelectorAll('#ws-viewer img').length`); n != 0 || func() bool {
+		title, _ := browsertest.Eval[string](tab, `document.title`)
+		return title == "pwned"
+	}() {
+		t.Fatal("the file's markup was parsed")
+	}
+	// Download: a blob URL with the file's name.
+	if _, err := browsertest.Eval[bool](tab, `(() => { globalThis.__downloads = []; const orig = HTMLAnchorElement.prototype.click;
+		HTMLAnchorElement.prototype.click = function () { globalThis.__downloads.push([this.download, this.href]); }; return true; })()`); err != nil {
+		t.Fatal(err)
+	}
+	s.click(tab, `#ws-rows tr:first-child td:last-child button:nth-child(2)`)
+	s.waitIn(tab, "download started", `globalThis.__downloads.length === 1 && globalThis.__downloads[0][0] === 'todo.md' && globalThis.__downloads[0][1].startsWith('blob:')`)
+	screenshot(t, tab, "options-workspace-en.png")
+	// Delete after the confirmation; the emptied folder falls back to the root.
+	if _, err := browsertest.Eval[bool](tab, `(globalThis.confirm = () => true, true)`); err != nil {
+		t.Fatal(err)
+	}
+	s.click(tab, `#ws-rows tr:first-child td:last-child button:nth-child(3)`)
+	s.waitIn(tab, "file deleted", `document.querySelector('#ws-status').textContent.includes('1') && [...document.querySelectorAll('#ws-rows tr')].length === 1 && document.querySelector('#ws-rows').textContent.includes('report.txt')`)
+	var usage struct {
+		Bytes int64 `json:"bytes"`
+		Quota int64 `json:"quota"`
+	}
+	s.must("workspace.usage", map[string]any{}, &usage)
+	if usage.Bytes != int64(len("quarterly numbers\n")) || usage.Quota <= 0 {
+		t.Errorf("workspace.usage after the delete = %+v", usage)
+	}
+}

@@ -321,3 +321,125 @@ func waitUntil(d time.Duration, cond func() bool) error {
 	}
 	return nil
 }
+
+// The page answers the confirmation of its own actions (ferry.on('confirm') with
+// confirmTool / rejectTool), without a side panel; a builtin's confirmation never
+// reaches it. Regions: actions of another region than the active one are left out
+// of the model's view, but still run when called by name.
+func TestPageConfirmAndRegions(t *testing.T) {
+	s := start(t, 120*time.Second)
+	srv := fixtureServer(t)
+	url := srv.URL + "/pageactions/confirm.html"
+	page, cancel := chromedp.NewContext(s.browser.Ctx)
+	defer cancel()
+	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
+	if err != nil || tab == 0 {
+		t.Fatalf("tab of %s: %d %v", url, tab, err)
+	}
+	list := func(model bool) map[string]bool {
+		var l toolsList
+		s.must("tools.list", map[string]any{"tab_id": tab, "model": model}, &l)
+		out := map[string]bool{}
+		for _, tool := range l.Tools {
+			if tool.Source == "page" {
+				out[tool.Name] = true
+			}
+		}
+		for _, u := range l.Unavailable {
+			out[u.Name] = true
+		}
+		return out
+	}
+	if err := waitUntil(15*time.Second, func() bool { l := list(false); return l["delete_all"] && l["send_mail"] }); err != nil {
+		t.Fatalf("the page's actions never appeared: %v", list(false))
+	}
+	call := func(name string) toolResult {
+		t.Helper()
+		var r toolResult
+		s.must("tools.call", map[string]any{"name": name, "arguments": map[string]any{}, "tab_id": tab}, &r)
+		return r
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := browsertest.Eval[string](page, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	t.Run("page approves", func(t *testing.T) {
+		eval(`window.__policy = 'approve', ''`)
+		r := call("delete_all")
+		if !r.Success {
+			t.Fatalf("delete_all = %+v", r)
+		}
+		if got := eval(`String(window.__deleted)`); got != "1" {
+			t.Errorf("deleted = %s", got)
+		}
+		if got := eval(`JSON.stringify(window.__confirms.map(c => [c.action, typeof c.callId, typeof c.message]))`); got != `[["delete_all","string","string"]]` {
+			t.Errorf("confirm events = %s", got)
+		}
+		// An id already decided is ignored.
+		if got := eval(`String(ferry.confirmTool(window.__confirms[0].callId))`); got != "false" {
+			t.Errorf("confirmTool on a decided call = %s", got)
+		}
+	})
+
+	t.Run("page rejects", func(t *testing.T) {
+		eval(`window.__policy = 'reject', ''`)
+		r := call("delete_all")
+		if r.Success || r.Code != "USER_REJECTED" {
+			t.Fatalf("delete_all = %+v", r)
+		}
+		if got := eval(`String(window.__deleted)`); got != "1" {
+			t.Errorf("deleted = %s after a rejection", got)
+		}
+		if err := waitUntil(3*time.Second, func() bool {
+			return eval(`String(window.__events.some(e => e.ev === 'denied' && e.action === 'delete_all'))`) == "true"
+		}); err != nil {
+			t.Errorf("no denied event: %s", eval(`JSON.stringify(window.__events)`))
+		}
+	})
+
+	t.Run("builtin is never confirmable by the page", func(t *testing.T) {
+		eval(`window.__policy = 'approve', ''`)
+		var out any
+		s.must("settings.set", map[string]any{"key": "tools.confirm", "value": "list_tabs"}, &out)
+		defer s.must("settings.set", map[string]any{"key": "tools.confirm", "value": nil}, &out)
+		before := eval(`String(window.__confirms.length)`)
+		r := call("list_tabs")
+		if r.Success || r.Code != "USER_REJECTED" {
+			t.Fatalf("list_tabs without a panel = %+v", r)
+		}
+		if got := eval(`String(window.__confirms.length)`); got != before {
+			t.Errorf("the page was asked to confirm a builtin: %s", eval(`JSON.stringify(window.__confirms)`))
+		}
+		if got := eval(`String(ferry.confirmTool('call_forged') || ferry.rejectTool('call_forged'))`); got != "false" {
+			t.Errorf("confirmTool on a foreign id = %s", got)
+		}
+	})
+
+	t.Run("regions", func(t *testing.T) {
+		eval(`document.getElementById('mail-to').focus(), ''`)
+		if err := waitUntil(5*time.Second, func() bool { m := list(true); return m["send_mail"] && !m["add_event"] }); err != nil {
+			t.Fatalf("model view with focus in mail: %v", list(true))
+		}
+		if m := list(true); !m["help"] || !m["delete_all"] {
+			t.Errorf("actions without a region left out: %v", m)
+		}
+		if all := list(false); !all["add_event"] {
+			t.Errorf("the full list lost add_event: %v", all)
+		}
+		eval(`ferry.setRegion('calendar'), ''`)
+		if err := waitUntil(5*time.Second, func() bool { m := list(true); return !m["send_mail"] && m["add_event"] }); err != nil {
+			t.Fatalf("model view in calendar: %v", list(true))
+		}
+		if r := call("send_mail"); !r.Success {
+			t.Errorf("a direct call of another region's action = %+v", r)
+		}
+	})
+}
