@@ -147,7 +147,7 @@ type helloParams struct {
 
 func (h *Host) hello(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p helloParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Protocol == 0 {
@@ -180,7 +180,7 @@ func mismatch(p helloParams) error {
 }
 
 func (h *Host) info(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
+	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	return map[string]any{
@@ -218,7 +218,7 @@ type pingParams struct {
 
 func (h *Host) ping(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p pingParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Size < 0 || p.Size > protocol.MaxInboundFrame {

@@ -1,12 +1,10 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/ferryhq/ferry/protocol"
 )
@@ -53,18 +51,4 @@ func (m *Methods) Handle(ctx context.Context, method string, params json.RawMess
 		return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found: %s", method)
 	}
 	return fn(ctx, params)
-}
-
-// decodeParams reads params into v, treating absent params as an empty object. A bad
-// shape is the caller's mistake, reported as invalid params.
-func decodeParams(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
 }

@@ -22,7 +22,7 @@ type settingView struct {
 }
 
 func (h *Host) settingsList(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
+	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	stored, err := h.DB.ListSettings(ctx)
@@ -54,7 +54,7 @@ type settingsSetParams struct {
 
 func (h *Host) settingsSet(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p settingsSetParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	// The tool pipeline caches its policy for a second: a change applies to the next call.
@@ -84,7 +84,7 @@ type secretsSetParams struct {
 
 func (h *Host) secretsSet(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p secretsSetParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(p.Key) == "" {

@@ -146,7 +146,7 @@ type toolsListParams struct {
 
 func (h *Host) toolsList(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p toolsListParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	list := h.Tools.Registry.List
@@ -174,7 +174,7 @@ type toolsCallParams struct {
 // ({success: false, code, reason}), not JSON-RPC errors: only a malformed request is.
 func (h *Host) toolsCall(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p toolsCallParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Name == "" {
@@ -229,7 +229,7 @@ func (p auditParams) filter() (storage.AuditFilter, error) {
 // auditQuery answers the options page: rows newest first.
 func (h *Host) auditQuery(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p auditParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	f, err := p.filter()
@@ -251,7 +251,7 @@ func (h *Host) auditQuery(ctx context.Context, raw json.RawMessage) (any, error)
 // auditExport returns the matching rows as JSON Lines, oldest first.
 func (h *Host) auditExport(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p auditParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	f, err := p.filter()

@@ -65,7 +65,7 @@ func (h *Host) uiPresence(ctx context.Context, raw json.RawMessage) (any, error)
 	var p struct {
 		Panels *int `json:"panels"`
 	}
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Panels == nil || *p.Panels < 0 {
@@ -120,7 +120,7 @@ type workspaceEntry struct {
 
 func (h *Host) workspaceList(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p workspacePathParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	// The same normalisation as opfs_list: "", "/" and "." are the root.
@@ -143,7 +143,7 @@ func (h *Host) workspaceList(ctx context.Context, raw json.RawMessage) (any, err
 
 func (h *Host) workspaceRead(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p workspacePathParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	fi, err := h.DB.Stat(ctx, p.Path)
@@ -171,7 +171,7 @@ func (h *Host) workspaceRead(ctx context.Context, raw json.RawMessage) (any, err
 
 func (h *Host) workspaceDelete(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p workspacePathParams
-	if err := decodeParams(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	removed, err := h.DB.Delete(ctx, p.Path)
@@ -190,7 +190,7 @@ func (h *Host) workspaceDelete(ctx context.Context, raw json.RawMessage) (any, e
 }
 
 func (h *Host) workspaceUsage(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := decodeParams(raw, &struct{}{}); err != nil {
+	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	used, err := h.DB.WorkspaceUsage(ctx)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // JSON-RPC 2.0 error codes, and Ferry's own in the range the spec leaves to servers.
@@ -112,4 +113,20 @@ func firstByte(b []byte) byte {
 		return 0
 	}
 	return b[0]
+}
+
+// DecodeParams reads a request's params into v, absent params being an empty object.
+// Unknown fields are refused: a misspelt "api_key" must not be dropped silently while
+// the caller believes it was used. A bad shape is the caller's mistake: invalid params,
+// saying what is wrong.
+func DecodeParams(params json.RawMessage, v any) error {
+	if len(params) == 0 || bytes.Equal(params, []byte("null")) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,18 +28,6 @@ func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](reg
 		if err := register(name, F(fn)); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func decode(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return invalid("%s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }
@@ -77,7 +64,7 @@ type started struct {
 
 func (m *Manager) chatSend(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p sendParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(p.Text) == "" {
@@ -94,7 +81,7 @@ func (m *Manager) chatCancel(ctx context.Context, raw json.RawMessage) (any, err
 	var p struct {
 		RunID string `json:"run_id"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.RunID == "" {
@@ -116,7 +103,7 @@ func (p conversationParams) check(method string) error {
 
 func (m *Manager) chatResume(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p conversationParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := p.check("chat.resume"); err != nil {
@@ -133,7 +120,7 @@ func (m *Manager) conversationsList(ctx context.Context, raw json.RawMessage) (a
 	var p struct {
 		Limit int `json:"limit,omitempty"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.Limit < 0 {
@@ -148,7 +135,7 @@ func (m *Manager) conversationsList(ctx context.Context, raw json.RawMessage) (a
 
 func (m *Manager) conversationsGet(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p conversationParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := p.check("conversations.get"); err != nil {
@@ -182,7 +169,7 @@ func (m *Manager) conversationsRename(ctx context.Context, raw json.RawMessage) 
 		ConversationID string `json:"conversation_id"`
 		Title          string `json:"title"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.ConversationID == "" || strings.TrimSpace(p.Title) == "" {
@@ -198,7 +185,7 @@ func (m *Manager) conversationsRename(ctx context.Context, raw json.RawMessage) 
 
 func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p conversationParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := p.check("conversations.delete"); err != nil {
@@ -218,7 +205,7 @@ func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) 
 // conversationsDeleteAll deletes every conversation (the options page's "delete all
 // conversations"), stopping their runs first, and says how many went.
 func (m *Manager) conversationsDeleteAll(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := decode(raw, &struct{}{}); err != nil {
+	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	deleted := 0
@@ -251,7 +238,7 @@ func (m *Manager) runsGet(ctx context.Context, raw json.RawMessage) (any, error)
 	var p struct {
 		RunID string `json:"run_id"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.RunID == "" {

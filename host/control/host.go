@@ -1,7 +1,6 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -102,21 +101,9 @@ func HostHandler(h *host.Host) Handler {
 	}
 }
 
-func decodeStrict(params json.RawMessage, v any) error {
-	if len(params) == 0 || string(params) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
-}
-
 func toolsCall(ctx context.Context, h *host.Host, params json.RawMessage) (any, error) {
 	var p map[string]json.RawMessage
-	if err := decodeStrict(params, &p); err != nil {
+	if err := protocol.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	var caller, name string
@@ -156,7 +143,7 @@ type sendParams struct {
 
 func chatSend(ctx context.Context, h *host.Host, peer *Peer, params json.RawMessage) (any, error) {
 	var p sendParams
-	if err := decodeStrict(params, &p); err != nil {
+	if err := protocol.DecodeParams(params, &p); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(p.Text) == "" {

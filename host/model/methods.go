@@ -1,11 +1,9 @@
 package model
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
@@ -31,7 +29,7 @@ func RegisterMethods(register func(name string, fn func(context.Context, json.Ra
 		}},
 		{"providers.save", func(ctx context.Context, raw json.RawMessage) (any, error) {
 			var p SaveParams
-			if err := decodeParams(raw, &p); err != nil {
+			if err := protocol.DecodeParams(raw, &p); err != nil {
 				return nil, err
 			}
 			v, existed, err := Save(ctx, db, p)
@@ -44,7 +42,7 @@ func RegisterMethods(register func(name string, fn func(context.Context, json.Ra
 			var p struct {
 				ID string `json:"id"`
 			}
-			if err := decodeParams(raw, &p); err != nil {
+			if err := protocol.DecodeParams(raw, &p); err != nil {
 				return nil, err
 			}
 			nd, err := db.DeleteProvider(ctx, p.ID)
@@ -57,7 +55,7 @@ func RegisterMethods(register func(name string, fn func(context.Context, json.Ra
 			var p struct {
 				ID string `json:"id"`
 			}
-			if err := decodeParams(raw, &p); err != nil {
+			if err := protocol.DecodeParams(raw, &p); err != nil {
 				return nil, err
 			}
 			if err := db.SetDefaultProvider(ctx, p.ID); err != nil {
@@ -69,7 +67,7 @@ func RegisterMethods(register func(name string, fn func(context.Context, json.Ra
 			var p struct {
 				ID string `json:"id"`
 			}
-			if err := decodeParams(raw, &p); err != nil {
+			if err := protocol.DecodeParams(raw, &p); err != nil {
 				return nil, err
 			}
 			return Test(ctx, db, p.ID), nil
@@ -78,20 +76,6 @@ func RegisterMethods(register func(name string, fn func(context.Context, json.Ra
 		if err := register(m.name, m.fn); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// decodeParams refuses unknown fields: a misspelt "api_key" must not be silently
-// dropped while the user believes the key was stored.
-func decodeParams(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }

@@ -1,10 +1,8 @@
 package pageactions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
@@ -33,21 +31,9 @@ func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](reg
 	return nil
 }
 
-func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return nil
-}
-
 func (m *Manager) update(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p UpdateParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	res, err := m.Update(p)
@@ -62,7 +48,7 @@ func (m *Manager) remove(ctx context.Context, raw json.RawMessage) (any, error) 
 		TabID   int  `json:"tab_id"`
 		FrameID *int `json:"frame_id,omitempty"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	frame := -1
@@ -85,7 +71,7 @@ type executeParams struct {
 // its own tab, never the host's builtins.
 func (m *Manager) execute(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p executeParams
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	if p.TabID <= 0 || p.Name == "" {
@@ -114,7 +100,7 @@ func (m *Manager) list(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		TabID int `json:"tab_id"`
 	}
-	if err := decode(raw, &p); err != nil {
+	if err := protocol.DecodeParams(raw, &p); err != nil {
 		return nil, err
 	}
 	avail, unavail := m.reg.List(ctx, p.TabID)
