@@ -8,6 +8,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -459,4 +460,41 @@ func TestOptionsWorkspace(t *testing.T) {
 	if usage.Bytes != int64(len("quarterly numbers\n")) || usage.Quota <= 0 {
 		t.Errorf("workspace.usage after the delete = %+v", usage)
 	}
+}
+
+// TestReadableAt200PercentZoom opens both pages as they are at 200% browser zoom (half
+// the CSS width, twice the pixel density): nothing may stick out sideways, and the
+// controls a person needs stay on screen.
+func TestReadableAt200PercentZoom(t *testing.T) {
+	s := startWith(t, 60*time.Second)
+	open := func(path string, width, height int64) context.Context {
+		tab, cancel := chromedp.NewContext(s.browser.Ctx)
+		t.Cleanup(cancel)
+		url := "chrome-extension://" + buildinfo.ExtensionID + "/" + path
+		if err := chromedp.Do(tab, chromedp.EmulateViewport(width, height, chromedp.EmulateScale(2)), chromedp.Navigate(url)); err != nil {
+			t.Fatalf("open %s: %v", url, err)
+		}
+		return tab
+	}
+	// A 420 px side panel and a 900 px options tab, at 200%.
+	panel := open("sidepanel/sidepanel.html", 210, 380)
+	s.waitIn(panel, "host connected", `document.querySelector('#host-status')?.dataset.state === 'connected'`)
+	if overflow, _ := browsertest.Eval[[]string](panel, overflowCheck); len(overflow) > 0 {
+		t.Errorf("side panel at 200%%: elements wider than the panel: %v", overflow)
+	}
+	inView := `(() => { const r = document.querySelector(%q).getBoundingClientRect();
+		return r.width > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth + 1; })()`
+	for _, sel := range []string{"#input", "#send"} {
+		if ok, _ := browsertest.Eval[bool](panel, fmt.Sprintf(inView, sel)); !ok {
+			t.Errorf("side panel at 200%%: %s is not within the panel's width", sel)
+		}
+	}
+	screenshot(t, panel, "sidepanel-zoom200-en.png")
+
+	opts := open("options/options.html", 450, 450)
+	s.waitIn(opts, "options connected", `document.querySelector('#host-status')?.dataset.state === 'connected'`)
+	if overflow, _ := browsertest.Eval[[]string](opts, overflowCheck); len(overflow) > 0 {
+		t.Errorf("options page at 200%%: elements wider than the page: %v", overflow)
+	}
+	screenshot(t, opts, "options-zoom200-en.png")
 }
