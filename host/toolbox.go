@@ -97,6 +97,8 @@ func OpenToolbox(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, e
 		audit.Close()
 		return nil, fmt.Errorf("starting the agent: %w", err)
 	}
+	// ferry.ask starts runs bound to the page's tab; the per-origin settings live in db.
+	pages.SetAsk(pageactions.AskDeps{Settings: db, Agent: mgr})
 	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr, Pages: pages}, nil
 }
 

@@ -3,7 +3,9 @@
 //
 //   bridge → worker: update {actions, snapshot, title} → host page.actions.update
 //                    call {rid, op: execute|tools, name, args} → host page.actions.execute|list
-//                    hello → status
+//                    call {rid, op: ask, args: {text}} → host page.ask (ferry.ask)
+//                    hello → status (with disabled and reason when the user turned the
+//                            page API off for the origin: host page.status)
 //                    ran {rid, out} (the answer to a run)
 //   host → worker:   page.action.run {tab_id, frame_id, id, args, …} → bridge run → its out
 //                    page.action.confirm {tab_id, frame_id, call_id, id, arguments, message, timeout_ms}
@@ -35,6 +37,20 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
 
   function statusOf() {
     return client.state === 'connected' ? { connected: true } : { connected: false, reason: client.lastError?.message ?? 'not connected to the Ferry host' };
+  }
+
+  /** Tells a frame whether Ferry is connected and whether its origin is turned off. */
+  async function postStatus(f) {
+    const s = statusOf();
+    if (s.connected) {
+      try {
+        const got = await client.request('page.status', { origin: f.origin });
+        if (got?.disabled) Object.assign(s, { disabled: true, reason: String(got.reason ?? '') });
+      } catch (err) {
+        logger.warn('ferry: page.status failed', err?.message ?? err);
+      }
+    }
+    f.port.post({ t: 'status', ...s });
   }
 
   async function sendUpdate(f) {
@@ -83,7 +99,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
           break;
         case 'hello':
           if (client.state !== 'connected') client.connect();
-          port.post({ t: 'status', ...statusOf() });
+          postStatus(f);
           break;
         case 'call':
           call(f, msg);
@@ -116,7 +132,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       f.confirms.clear();
       if (f.update) client.notify('page.actions.remove', { tab_id: tabId, frame_id: frameId });
     });
-    if (client.state === 'connected') port.post({ t: 'status', connected: true });
+    if (client.state === 'connected') postStatus(f);
   }
 
   async function call(f, msg) {
@@ -127,6 +143,11 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         result = await client.request('page.actions.execute', {
           tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, name: String(msg.name ?? ''), arguments: msg.args ?? {},
         }, { timeout: 10 * 60_000 });
+      } else if (msg.op === 'ask') {
+        // The origin is the port sender's, never the page's word.
+        result = await client.request('page.ask', {
+          tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, text: String(msg.args?.text ?? ''),
+        }, { timeout: 3 * 60_000 });
       } else if (msg.op === 'tools') {
         result = await client.request('page.actions.list', { tab_id: f.tabId });
       } else {
@@ -202,7 +223,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       if (snap.state === 'connected' && was !== 'connected') {
         for (const f of frames.values()) {
           sendUpdate(f);
-          f.port.post({ t: 'status', connected: true });
+          postStatus(f);
         }
       }
       was = snap.state;

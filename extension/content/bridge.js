@@ -199,7 +199,7 @@
         main.postMessage({ t: 'refused', refused: msg.refused });
         break;
       case 'status':
-        main.postMessage({ t: 'status', connected: Boolean(msg.connected), reason: msg.reason });
+        main.postMessage({ t: 'status', connected: Boolean(msg.connected), reason: msg.reason, disabled: Boolean(msg.disabled) });
         break;
     }
   }

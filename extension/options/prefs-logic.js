@@ -67,3 +67,21 @@ export function defaultText(type, def) {
   if (type === 'bool' || def === undefined || def === null || def === '') return '';
   return type === 'list' ? splitList(def).join(', ') : String(def);
 }
+
+/**
+ * The Page origins section: a comma-separated origin list with origin put in
+ * (on) or taken out (off), for settings.set (null when the list ends up empty).
+ */
+export function withOrigin(listValue, origin, on) {
+  const items = splitList(listValue).filter((o) => o !== origin);
+  if (on) items.push(origin);
+  return items.length ? items.join(',') : null;
+}
+
+/** The settings.set calls that make origin's "may start runs" choice (allowed, denied, ask). */
+export function askChoiceChanges(allowedValue, deniedValue, origin, choice) {
+  return [
+    { key: 'pages.ask_allowed_origins', value: withOrigin(allowedValue, origin, choice === 'allowed') },
+    { key: 'pages.ask_denied_origins', value: withOrigin(deniedValue, origin, choice === 'denied') },
+  ];
+}

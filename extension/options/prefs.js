@@ -7,7 +7,7 @@
 import { sendRuntimeMessage } from '../lib/chrome-api.js';
 import { deserializeError } from '../lib/host-errors.js';
 import { t } from '../lib/i18n.js';
-import { defaultText, displayValue, isChange, refusalText, settingValue } from './prefs-logic.js';
+import { askChoiceChanges, defaultText, displayValue, isChange, refusalText, settingValue, splitList, withOrigin } from './prefs-logic.js';
 
 async function hostRequest(method, params) {
   const reply = await sendRuntimeMessage({ type: 'host.request', method, params });
@@ -80,6 +80,104 @@ export async function loadPrefs() {
     for (const f of forms()) f.querySelector('.prefs-status').textContent = '';
   } catch (err) {
     for (const f of forms()) f.querySelector('.prefs-status').textContent = t('prefLoadFailed', [err.message]);
+  }
+  await loadPageOrigins();
+}
+
+// ---- Page origins: the origins that declared actions (host page.origins), each
+// with its page API switch (pages.disabled_origins), whether it may start runs
+// (pages.ask_allowed_origins / pages.ask_denied_origins) and whether its page
+// scripts are auto-approved (browser.scripts_auto_approve_origins). Each change
+// is saved at once.
+
+const AUTO_APPROVE = 'browser.scripts_auto_approve_origins';
+
+async function setSettings(changes) {
+  for (const { key, value } of changes) {
+    const current = settings.get(key);
+    if (current && !isChange(current, value)) continue;
+    const got = await hostRequest('settings.set', { key, value });
+    settings.set(key, { ...(current ?? { key }), value: got.value, set: got.set });
+    for (const c of controls()) if (c.dataset.setting === key) showControl(c);
+  }
+}
+
+function originRow(o) {
+  const id = (s) => `po-${s}-${o.origin.replace(/[^a-z0-9]/gi, '_')}`;
+  const tr = document.createElement('tr');
+  const name = document.createElement('td');
+  const strong = document.createElement('strong');
+  strong.textContent = o.origin;
+  const counts = document.createElement('span');
+  counts.className = 'hint';
+  counts.textContent = ` ${t('pageOriginsCounts', [String(o.tabs), String(o.actions)])}`;
+  name.append(strong, counts);
+
+  const api = document.createElement('input');
+  api.type = 'checkbox';
+  api.id = id('api');
+  api.checked = !o.disabled;
+  api.setAttribute('aria-label', `${t('pageOriginsApi')}: ${o.origin}`);
+  api.addEventListener('change', () => saveOrigin([
+    { key: 'pages.disabled_origins', value: withOrigin(settings.get('pages.disabled_origins')?.value, o.origin, !api.checked) },
+  ]));
+
+  const runs = document.createElement('select');
+  runs.id = id('runs');
+  runs.setAttribute('aria-label', `${t('pageOriginsRuns')}: ${o.origin}`);
+  for (const [value, label] of [['ask', t('pageOriginsRunsAsk')], ['allowed', t('pageOriginsRunsAllowed')], ['denied', t('pageOriginsRunsDenied')]]) {
+    const opt = document.createElement('option');
+    opt.value = value;
+    opt.textContent = label;
+    runs.append(opt);
+  }
+  runs.value = o.ask ?? 'ask';
+  runs.addEventListener('change', () => saveOrigin(askChoiceChanges(
+    settings.get('pages.ask_allowed_origins')?.value, settings.get('pages.ask_denied_origins')?.value, o.origin, runs.value)));
+
+  const auto = document.createElement('input');
+  auto.type = 'checkbox';
+  auto.id = id('auto');
+  auto.checked = splitList(settings.get(AUTO_APPROVE)?.value).includes(o.origin);
+  auto.setAttribute('aria-label', `${t('pageOriginsAutoApprove')}: ${o.origin}`);
+  auto.addEventListener('change', () => saveOrigin([
+    { key: AUTO_APPROVE, value: withOrigin(settings.get(AUTO_APPROVE)?.value, o.origin, auto.checked) },
+  ]));
+
+  const cells = [api, runs, auto].map((control) => {
+    const td = document.createElement('td');
+    td.append(control);
+    return td;
+  });
+  tr.append(name, ...cells);
+  tr.dataset.origin = o.origin;
+  return tr;
+}
+
+async function saveOrigin(changes) {
+  const status = document.getElementById('page-origins-status');
+  try {
+    await setSettings(changes);
+    status.textContent = t('pageOriginsSaved');
+  } catch (err) {
+    status.textContent = t('pageOriginsFailed', [err.message]);
+  }
+  await loadPageOrigins(false);
+}
+
+export async function loadPageOrigins(clearStatus = true) {
+  const list = document.getElementById('page-origins-list');
+  if (!list) return;
+  const status = document.getElementById('page-origins-status');
+  if (clearStatus) status.textContent = '';
+  try {
+    const got = await hostRequest('page.origins', {});
+    const origins = got.origins ?? [];
+    list.replaceChildren(...origins.map(originRow));
+    document.getElementById('page-origins-table').hidden = origins.length === 0;
+    document.getElementById('page-origins-empty').hidden = origins.length > 0;
+  } catch (err) {
+    status.textContent = t('pageOriginsLoadFailed', [err.message]);
   }
 }
 

@@ -555,7 +555,17 @@
       declared = true;
       return ask('tools', {});
     },
+    // Asks the user's Ferry to start an agent run bound to this tab, with text as the
+    // user's message. Only for origins the user allowed (asked the first time, in the
+    // side panel); resolves to {conversation_id, run_id} or rejects with the reason.
+    ask(text) {
+      if (typeof text !== 'string' || text.trim() === '') return Promise.reject(new TypeError('ferry.ask(text) needs the text of the request'));
+      if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
+      declared = true;
+      return ask('ask', { args: { text } });
+    },
     ready(timeoutMs = 10000) {
+      if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
       if (status?.connected) return Promise.resolve(status);
       declared = true;
       post({ t: 'hello' });
@@ -564,6 +574,11 @@
       return new Promise((resolve, reject) => {
         let reason = '';
         const waiter = (s) => {
+          if (s.disabled) {
+            clearTimeout(timer);
+            reject(new Error(s.reason || 'Ferry is turned off for this site'));
+            return true;
+          }
           if (!s.connected) { reason = s.reason || ''; return false; }
           clearTimeout(timer);
           resolve(s);

@@ -162,6 +162,9 @@ function onEvent(event) {
   if (!view.conversation?.id || event.conversation_id !== view.conversation.id) {
     // Another conversation moved: keep the list's order fresh.
     if (isTerminal(event) || event.type === 'run_started') loadConversations();
+    // A run started elsewhere for the tab this panel is bound to (a page's
+    // ferry.ask): show it, unless this panel is busy with a run of its own.
+    if (event.type === 'run_started' && boundTab && !view.activeRunId && !sending) followTabRun(event.conversation_id);
     return;
   }
   let next = applyEvent(view, event);
@@ -176,6 +179,15 @@ function onEvent(event) {
     }
   }
   setView(next);
+}
+
+async function followTabRun(id) {
+  try {
+    const got = await hostRequest('conversations.get', { conversation_id: id });
+    if (got.conversation?.tab_id === boundTab?.id && !view.activeRunId && !sending) openConversation(id);
+  } catch {
+    // Gone already: nothing to show.
+  }
 }
 
 // ---------------------------------------------------------------- conversations

@@ -85,3 +85,20 @@ describe('options page sections', () => {
     }
   });
 });
+
+import { askChoiceChanges, withOrigin } from '../options/prefs-logic.js';
+
+describe('page origins', () => {
+  it('puts an origin in or takes it out of a list', () => {
+    assert.equal(withOrigin('https://a.example,https://b.example', 'https://c.example', true), 'https://a.example,https://b.example,https://c.example');
+    assert.equal(withOrigin('https://a.example, https://b.example', 'https://a.example', false), 'https://b.example');
+    assert.equal(withOrigin('https://a.example', 'https://a.example', false), null);
+    assert.equal(withOrigin('https://a.example', 'https://a.example', true), 'https://a.example');
+  });
+  it('keeps an origin in at most one of allowed and denied', () => {
+    assert.deepEqual(askChoiceChanges('https://a.example', '', 'https://a.example', 'denied'), [
+      { key: 'pages.ask_allowed_origins', value: null }, { key: 'pages.ask_denied_origins', value: 'https://a.example' }]);
+    assert.deepEqual(askChoiceChanges('', 'https://a.example', 'https://a.example', 'ask'), [
+      { key: 'pages.ask_allowed_origins', value: null }, { key: 'pages.ask_denied_origins', value: null }]);
+  });
+});

@@ -43,6 +43,9 @@ type Manager struct {
 	tabs map[int]map[int]*frame // tab → frame → state
 
 	pending sync.Map // call id → *RunResult, from Run to Expect
+
+	askMu sync.Mutex
+	ask   *askState // ferry.ask and the per-origin settings (ask.go); nil until SetAsk
 }
 
 type frame struct {
@@ -79,6 +82,15 @@ func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 	}
 	if p.Origin == "" || p.Origin == "null" {
 		return res, fmt.Errorf("the page's origin is required (pages with an opaque origin cannot declare actions)")
+	}
+	if m.Disabled(context.Background(), p.Origin) {
+		// The user turned the page API off for this origin: nothing it declares is
+		// offered, and whatever it declared before goes.
+		m.Remove(p.TabID, p.FrameID)
+		for _, d := range p.Actions {
+			res.Refused = append(res.Refused, Refusal{ID: d.ID, Reason: DisabledReason(p.Origin)})
+		}
+		return res, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -14,6 +14,9 @@ import (
 //	page.actions.remove  {tab_id, frame_id?} → {removed}
 //	page.actions.execute {tab_id, frame_id, origin, name, arguments} → the tool result
 //	page.actions.list    {tab_id} → {tools, unavailable}
+//	page.ask             AskParams → AskResult (ferry.ask; ask.go)
+//	page.origins         {} → {origins: [OriginInfo]} (the options page)
+//	page.status          {origin} → {disabled, reason?}
 //
 // The service worker sends them for its content-script bridges and fills tab, frame
 // and origin from the port's sender.
@@ -23,6 +26,9 @@ func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](reg
 		"page.actions.remove":  m.remove,
 		"page.actions.execute": m.execute,
 		"page.actions.list":    m.list,
+		"page.ask":             m.askMethod,
+		"page.origins":         m.originsMethod,
+		"page.status":          m.statusMethod,
 	} {
 		if err := register(name, F(fn)); err != nil {
 			return err

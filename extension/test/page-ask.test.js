@@ -1,0 +1,121 @@
+// ferry.ask and disabled origins: the page API's side (page/ferry-main.js in a vm
+// context) and the service worker's (background/pageactions.js with a fake host).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
+import { createPageActions } from '../background/pageactions.js';
+
+const source = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'page', 'ferry-main.js'), 'utf8');
+
+function load() {
+  const listeners = [];
+  const document = { documentElement: null, title: 'T', addEventListener() {}, querySelector: () => null };
+  const ctx = vm.createContext({ setTimeout, clearTimeout, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
+  Object.assign(ctx, {
+    document,
+    addEventListener: (type, fn) => listeners.push({ type, fn }),
+    removeEventListener: (type, fn) => { const i = listeners.findIndex((l) => l.fn === fn); if (i >= 0) listeners.splice(i, 1); },
+    dispatchEvent() {},
+  });
+  ctx.globalThis = ctx;
+  ctx.window = ctx;
+  vm.runInContext(source, ctx);
+  const self = vm.runInContext('globalThis', ctx);
+  const port = { sent: [], postMessage(m) { this.sent.push(JSON.parse(JSON.stringify(m))); }, onmessage: null };
+  const ev = { source: self, data: { type: 'ferry:bridge-port' }, ports: [port], stopImmediatePropagation() {} };
+  for (const l of [...listeners]) if (l.type === 'message') l.fn(ev);
+  const fromBridge = (data) => port.onmessage({ data });
+  return { ferry: self.ferry, port, fromBridge };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 10));
+
+describe('ferry.ask in the page', () => {
+  it('sends the text on the private port and resolves with the run', async () => {
+    const { ferry, port, fromBridge } = load();
+    const p = ferry.ask('add milk');
+    await tick();
+    const call = port.sent.find((m) => m.t === 'call');
+    assert.deepEqual({ op: call.op, args: call.args }, { op: 'ask', args: { text: 'add milk' } });
+    fromBridge({ t: 'reply', rid: call.rid, result: { conversation_id: 'c1', run_id: 'r1' } });
+    assert.deepEqual({ ...(await p) }, { conversation_id: 'c1', run_id: 'r1' });
+  });
+
+  it('rejects with the reason the host gave', async () => {
+    const { ferry, port, fromBridge } = load();
+    const p = ferry.ask('x');
+    await tick();
+    const call = port.sent.find((m) => m.t === 'call');
+    fromBridge({ t: 'reply', rid: call.rid, error: 'the user did not allow https://a.example to start Ferry runs' });
+    await assert.rejects(p, /did not allow/);
+    await assert.rejects(ferry.ask('  '), /needs the text/);
+  });
+
+  it('ready() and ask() reject when the page API is off for the origin', async () => {
+    const { ferry, fromBridge } = load();
+    const ready = ferry.ready(5000);
+    fromBridge({ t: 'status', connected: true, disabled: true, reason: "Ferry's page API is turned off for https://a.example" });
+    await assert.rejects(ready, /turned off for https:\/\/a\.example/);
+    await assert.rejects(ferry.ready(), /turned off/);
+    await assert.rejects(ferry.ask('x'), /turned off/);
+  });
+});
+
+function fakeClient(answers) {
+  const requests = [];
+  return {
+    state: 'connected',
+    requests,
+    async request(method, params) {
+      requests.push({ method, params });
+      const a = answers[method];
+      if (a instanceof Error) throw a;
+      return typeof a === 'function' ? a(params) : a;
+    },
+    notify() {}, connect() {}, registerHandler() {}, subscribe() {},
+  };
+}
+
+function fakeSWPort(sender) {
+  const posted = [];
+  let onMsg = null;
+  return {
+    sender, posted,
+    post: (m) => posted.push(m),
+    onMessage: (fn) => { onMsg = fn; },
+    onDisconnect: () => {},
+    disconnect() {},
+    send: (m) => onMsg(m),
+  };
+}
+
+describe('ferry.ask in the service worker', () => {
+  const sender = { tab: { id: 4, url: 'https://a.example/p' }, frameId: 0, url: 'https://a.example/p', origin: 'https://a.example' };
+
+  it('sends page.ask with the tab, frame and origin of the port sender', async () => {
+    const client = fakeClient({ 'page.status': { disabled: false }, 'page.ask': { conversation_id: 'c', run_id: 'r' } });
+    const pa = createPageActions(client, {}, { logger: { warn() {} } });
+    const port = fakeSWPort(sender);
+    pa.open(port);
+    port.send({ t: 'call', rid: 9, op: 'ask', args: { text: 'hello', origin: 'https://evil.example' }, origin: 'https://evil.example' });
+    await tick();
+    const ask = client.requests.find((r) => r.method === 'page.ask');
+    assert.deepEqual(ask.params, { tab_id: 4, frame_id: 0, origin: 'https://a.example', text: 'hello' });
+    assert.deepEqual(port.posted.find((m) => m.t === 'reply'), { t: 'reply', rid: 9, result: { conversation_id: 'c', run_id: 'r' }, error: undefined });
+  });
+
+  it('tells a disabled origin so in its status', async () => {
+    const client = fakeClient({ 'page.status': ({ origin }) => ({ disabled: true, reason: `off for ${origin}` }) });
+    const pa = createPageActions(client, {}, { logger: { warn() {} } });
+    const port = fakeSWPort(sender);
+    pa.open(port);
+    port.send({ t: 'hello' });
+    await tick();
+    const statuses = port.posted.filter((m) => m.t === 'status');
+    assert.ok(statuses.length >= 1);
+    for (const s of statuses) assert.deepEqual(s, { t: 'status', connected: true, disabled: true, reason: 'off for https://a.example' });
+  });
+});

@@ -1,0 +1,424 @@
+package pageactions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/protocol"
+)
+
+// Settings of the page API, per origin. Each is a comma-separated list of origins.
+const (
+	SettingAskAllowed      = "pages.ask_allowed_origins"
+	SettingAskDenied       = "pages.ask_denied_origins"
+	SettingDisabledOrigins = "pages.disabled_origins"
+
+	// MaxAskText bounds the text of one ferry.ask, in characters.
+	MaxAskText = 2000
+	// AskPerMinute is how many ferry.ask calls one origin may make in a minute.
+	AskPerMinute = 5
+	// AskConfirmTimeout is how long the person has to answer "may this page start a run".
+	AskConfirmTimeout = 60 * time.Second
+	// CodeAskRefused is the protocol error code of a refused page.ask.
+	CodeAskRefused = -32020
+)
+
+func init() {
+	validate := func(v string) error { _, err := ParseOrigins(v); return err }
+	config.Register(config.Setting{
+		Key:         SettingAskAllowed,
+		Description: "comma-separated origins (https://example.com) whose pages may start an agent run with ferry.ask without asking",
+		Validate:    validate,
+	})
+	config.Register(config.Setting{
+		Key:         SettingAskDenied,
+		Description: "comma-separated origins whose ferry.ask the user refused: refused without asking again",
+		Validate:    validate,
+	})
+	config.Register(config.Setting{
+		Key: SettingDisabledOrigins,
+		Description: "comma-separated origins where Ferry's page API is off: their declared actions are ignored, " +
+			"ferry.ready() rejects and ferry.ask is refused",
+		Validate: validate,
+	})
+}
+
+// ParseOrigins reads an origin list setting: each entry an http(s) origin, normalised.
+func ParseOrigins(v string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		o, ok := NormalizeOrigin(part)
+		u, err := url.Parse(part)
+		if !ok || err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%q is not an origin like https://example.com (http or https, no path)", part)
+		}
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// NormalizeOrigin is an http(s) URL's origin: lower case, default port dropped.
+func NormalizeOrigin(raw string) (string, bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", false
+	}
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	port := u.Port()
+	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+		port = ""
+	}
+	o := strings.ToLower(u.Scheme) + "://" + host
+	if port != "" {
+		o += ":" + port
+	}
+	return o, true
+}
+
+// SettingsStore reads and writes settings (storage.DB satisfies it).
+type SettingsStore interface {
+	GetSetting(ctx context.Context, key string) (string, bool, error)
+	SetSetting(ctx context.Context, key, value string) error
+}
+
+// Runner starts an agent run (agent.Manager satisfies it).
+type Runner interface {
+	Send(ctx context.Context, req agent.SendRequest) (*agent.Run, error)
+}
+
+// AskDeps is what ferry.ask and the per-origin settings need.
+type AskDeps struct {
+	Settings SettingsStore
+	Agent    Runner
+	// Start, when set, replaces Agent: it starts a run and says its ids (tests).
+	Start func(ctx context.Context, req agent.SendRequest) (conversationID, runID string, err error)
+	Now   func() time.Time
+}
+
+type askState struct {
+	mu    sync.Mutex // the read-modify-write of the origin lists, the rate windows
+	deps  AskDeps
+	calls map[string][]time.Time // origin → times of its recent asks
+}
+
+// SetAsk connects ferry.ask and the per-origin settings to the host's settings and
+// agent. Without it page.ask is refused and no origin is disabled.
+func (m *Manager) SetAsk(d AskDeps) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	m.askMu.Lock()
+	m.ask = &askState{deps: d, calls: map[string][]time.Time{}}
+	m.askMu.Unlock()
+}
+
+func (m *Manager) askDeps() *askState {
+	m.askMu.Lock()
+	defer m.askMu.Unlock()
+	return m.ask
+}
+
+func (a *askState) origins(ctx context.Context, key string) []string {
+	if a == nil || a.deps.Settings == nil {
+		return nil
+	}
+	v, ok, err := a.deps.Settings.GetSetting(ctx, key)
+	if err != nil || !ok {
+		return nil
+	}
+	list, err := ParseOrigins(v)
+	if err != nil {
+		return nil
+	}
+	return list
+}
+
+func has(list []string, o string) bool {
+	for _, x := range list {
+		if x == o {
+			return true
+		}
+	}
+	return false
+}
+
+// Disabled reports whether the user turned Ferry's page API off for origin.
+func (m *Manager) Disabled(ctx context.Context, origin string) bool {
+	o, ok := NormalizeOrigin(origin)
+	if !ok {
+		return false
+	}
+	return has(m.askDeps().origins(ctx, SettingDisabledOrigins), o)
+}
+
+// DisabledReason is what a page of a disabled origin hears.
+func DisabledReason(origin string) string {
+	return "Ferry's page API is turned off for " + origin + " (Ferry options → Page origins, setting " + SettingDisabledOrigins + ")"
+}
+
+// addOrigin moves origin into the list key and out of the list other.
+func (a *askState) addOrigin(ctx context.Context, key, other, origin string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.origins(ctx, key)
+	if !has(list, origin) {
+		list = append(list, origin)
+		if err := a.deps.Settings.SetSetting(ctx, key, strings.Join(list, ",")); err != nil {
+			return err
+		}
+	}
+	if o := a.origins(ctx, other); has(o, origin) {
+		kept := o[:0:0]
+		for _, x := range o {
+			if x != origin {
+				kept = append(kept, x)
+			}
+		}
+		return a.deps.Settings.SetSetting(ctx, other, strings.Join(kept, ","))
+	}
+	return nil
+}
+
+// allowCall counts one ask of origin against its rate.
+func (a *askState) allowCall(origin string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.deps.Now()
+	recent := a.calls[origin][:0:0]
+	for _, t := range a.calls[origin] {
+		if now.Sub(t) < time.Minute {
+			recent = append(recent, t)
+		}
+	}
+	if len(recent) >= AskPerMinute {
+		a.calls[origin] = recent
+		return false
+	}
+	a.calls[origin] = append(recent, now)
+	return true
+}
+
+// AskParams is page.ask: a page's ferry.ask(text). Tab, frame and origin come from
+// the port's sender in the service worker, never from the page.
+type AskParams struct {
+	TabID   int    `json:"tab_id"`
+	FrameID int    `json:"frame_id"`
+	Origin  string `json:"origin"`
+	Text    string `json:"text"`
+}
+
+// AskResult is the run ferry.ask started.
+type AskResult struct {
+	ConversationID string `json:"conversation_id"`
+	RunID          string `json:"run_id"`
+}
+
+func refused(format string, args ...any) error {
+	return protocol.Errorf(CodeAskRefused, format, args...)
+}
+
+// noPanel reports whether ui says (directly or through Unwrap) that no side panel is open.
+func noPanel(ui tools.UI) bool {
+	for ui != nil {
+		if p, ok := ui.(tools.Presence); ok {
+			n, known := p.PanelsOpen()
+			return known && n == 0
+		}
+		u, ok := ui.(interface{ Unwrap() tools.UI })
+		if !ok {
+			return false
+		}
+		ui = u.Unwrap()
+	}
+	return false
+}
+
+// Ask is ferry.ask: a page asks to start an agent run bound to its tab. An origin
+// the user refused is refused; one not yet allowed is asked about through the UI
+// (the answer is kept); an allowed one starts the run.
+func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
+	a := m.askDeps()
+	if p.TabID <= 0 {
+		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.ask needs tab_id")
+	}
+	origin, ok := NormalizeOrigin(p.Origin)
+	if !ok {
+		return AskResult{}, refused("ferry.ask is only for http(s) pages")
+	}
+	text := strings.TrimSpace(p.Text)
+	if text == "" {
+		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: ferry.ask needs the text of the request")
+	}
+	if n := utf8.RuneCountInString(text); n > MaxAskText {
+		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: ferry.ask text is %d characters; at most %d", n, MaxAskText)
+	}
+	if a == nil || a.deps.Settings == nil || (a.deps.Agent == nil && a.deps.Start == nil) {
+		return AskResult{}, refused("this Ferry host cannot start runs for pages")
+	}
+	if has(a.origins(ctx, SettingDisabledOrigins), origin) {
+		return AskResult{}, refused("%s", DisabledReason(origin))
+	}
+	if has(a.origins(ctx, SettingAskDenied), origin) {
+		return AskResult{}, refused("the user does not allow %s to start Ferry runs (Ferry options → Page origins)", origin)
+	}
+	if !a.allowCall(origin) {
+		return AskResult{}, refused("too many ferry.ask calls from %s: at most %d a minute", origin, AskPerMinute)
+	}
+	if !has(a.origins(ctx, SettingAskAllowed), origin) {
+		ui := m.reg.UI()
+		if ui == nil || noPanel(ui) {
+			return AskResult{}, refused("%s has not been allowed to start Ferry runs and nobody can be asked: open Ferry's side panel (the Ferry toolbar button) and try again", origin)
+		}
+		args, _ := json.Marshal(map[string]string{"text": text})
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskConfirmTimeout)
+		ok, err := ui.Confirm(cctx, tools.ConfirmRequest{
+			CallID: "ask_" + randomID(), Tool: "ferry.ask", Arguments: args, Origin: origin,
+			Message:   origin + " wants to start a Ferry run: " + text,
+			TimeoutMS: AskConfirmTimeout.Milliseconds(), TabID: p.TabID, FrameID: p.FrameID,
+		})
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
+		cancel()
+		switch {
+		case err == nil && ok:
+			if err := a.addOrigin(ctx, SettingAskAllowed, SettingAskDenied, origin); err != nil {
+				return AskResult{}, err
+			}
+		case err == nil:
+			if err := a.addOrigin(ctx, SettingAskDenied, SettingAskAllowed, origin); err != nil {
+				return AskResult{}, err
+			}
+			return AskResult{}, refused("the user did not allow %s to start Ferry runs", origin)
+		case timedOut:
+			return AskResult{}, refused("nobody answered whether %s may start a Ferry run within %s", origin, AskConfirmTimeout)
+		default:
+			return AskResult{}, refused("could not ask whether %s may start a Ferry run: %v (open Ferry's side panel)", origin, err)
+		}
+	}
+	req := agent.SendRequest{Text: text, TabID: p.TabID, Origin: origin}
+	if a.deps.Start != nil {
+		c, r, err := a.deps.Start(ctx, req)
+		if err != nil {
+			return AskResult{}, refused("could not start the run: %v", err)
+		}
+		return AskResult{c, r}, nil
+	}
+	// The run outlives this request: the agent keeps it going on its own.
+	r, err := a.deps.Agent.Send(context.WithoutCancel(ctx), req)
+	if err != nil {
+		return AskResult{}, refused("could not start the run: %v", err)
+	}
+	m.log.Info().Str("origin", origin).Int("tab_id", p.TabID).Str("run_id", r.ID).Msg("ferry.ask started a run")
+	return AskResult{ConversationID: r.ConversationID, RunID: r.ID}, nil
+}
+
+// OriginInfo is one origin of page.origins.
+type OriginInfo struct {
+	Origin   string `json:"origin"`
+	Tabs     int    `json:"tabs"`
+	Actions  int    `json:"actions"`
+	Disabled bool   `json:"disabled"`
+	Ask      string `json:"ask"` // allowed, denied, ask
+}
+
+// Origins lists the origins that declare actions now, and those the settings name.
+func (m *Manager) Origins(ctx context.Context) []OriginInfo {
+	type acc struct {
+		tabs    map[int]bool
+		actions int
+	}
+	by := map[string]*acc{}
+	get := func(o string) *acc {
+		if by[o] == nil {
+			by[o] = &acc{tabs: map[int]bool{}}
+		}
+		return by[o]
+	}
+	m.mu.Lock()
+	for tab, frames := range m.tabs {
+		for _, f := range frames {
+			x := get(f.origin)
+			x.tabs[tab] = true
+			x.actions += len(f.decls)
+		}
+	}
+	m.mu.Unlock()
+	a := m.askDeps()
+	disabled, allowed, denied := a.origins(ctx, SettingDisabledOrigins), a.origins(ctx, SettingAskAllowed), a.origins(ctx, SettingAskDenied)
+	for _, l := range [][]string{disabled, allowed, denied} {
+		for _, o := range l {
+			get(o)
+		}
+	}
+	out := make([]OriginInfo, 0, len(by))
+	for o, x := range by {
+		info := OriginInfo{Origin: o, Tabs: len(x.tabs), Actions: x.actions, Disabled: has(disabled, o), Ask: "ask"}
+		switch {
+		case has(denied, o):
+			info.Ask = "denied"
+		case has(allowed, o):
+			info.Ask = "allowed"
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Origin < out[j].Origin })
+	return out
+}
+
+func (m *Manager) askMethod(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p AskParams
+	if err := protocol.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	return m.Ask(ctx, p)
+}
+
+func (m *Manager) originsMethod(ctx context.Context, raw json.RawMessage) (any, error) {
+	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
+		return nil, err
+	}
+	return map[string]any{"origins": m.Origins(ctx)}, nil
+}
+
+// statusMethod is page.status {origin}: whether the page API is on for origin.
+func (m *Manager) statusMethod(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		Origin string `json:"origin"`
+	}
+	if err := protocol.DecodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if m.Disabled(ctx, p.Origin) {
+		return map[string]any{"disabled": true, "reason": DisabledReason(p.Origin)}, nil
+	}
+	return map[string]any{"disabled": false}, nil
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

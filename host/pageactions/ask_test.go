@@ -1,0 +1,213 @@
+package pageactions
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/protocol"
+)
+
+type memSettings struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (s *memSettings) GetSetting(ctx context.Context, k string) (string, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.m[k]
+	return v, ok, nil
+}
+
+func (s *memSettings) SetSetting(ctx context.Context, k, v string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[k] = v
+	return nil
+}
+
+type askUI struct {
+	answer   bool
+	err      error
+	panels   int
+	known    bool
+	confirms []tools.ConfirmRequest
+}
+
+func (u *askUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
+	u.confirms = append(u.confirms, req)
+	return u.answer, u.err
+}
+func (u *askUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer, error) {
+	return tools.AskAnswer{}, errors.New("no")
+}
+func (u *askUI) PanelsOpen() (int, bool) { return u.panels, u.known }
+
+type askEnv struct {
+	reg      *tools.Registry
+	m        *Manager
+	settings *memSettings
+	started  []agent.SendRequest
+	now      time.Time
+}
+
+func newAskEnv(t *testing.T, ui tools.UI, settings map[string]string) *askEnv {
+	t.Helper()
+	reg, m, _ := setup(t)
+	e := &askEnv{reg: reg, m: m, settings: &memSettings{m: settings}, now: time.Unix(1000, 0)}
+	if settings == nil {
+		e.settings.m = map[string]string{}
+	}
+	reg.SetUI(ui)
+	m.SetAsk(AskDeps{Settings: e.settings, Now: func() time.Time { return e.now },
+		Start: func(ctx context.Context, req agent.SendRequest) (string, string, error) {
+			e.started = append(e.started, req)
+			return "c1", "r1", nil
+		}})
+	return e
+}
+
+func refusedWith(t *testing.T, err error, want string) {
+	t.Helper()
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != CodeAskRefused || !strings.Contains(pe.Message, want) {
+		t.Fatalf("want refusal containing %q, got %v", want, err)
+	}
+}
+
+const site = "https://shop.example"
+
+func TestAskAllowedStartsRunBoundToTab(t *testing.T) {
+	ui := &askUI{}
+	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: "https://other.example, https://SHOP.example:443"})
+	res, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "  find socks  "})
+	if err != nil || res.ConversationID != "c1" || res.RunID != "r1" {
+		t.Fatalf("ask = %+v, %v", res, err)
+	}
+	if len(e.started) != 1 || e.started[0].TabID != 7 || e.started[0].Origin != site || e.started[0].Text != "find socks" {
+		t.Fatalf("started = %+v", e.started)
+	}
+	if len(ui.confirms) != 0 {
+		t.Fatalf("an allowed origin was asked: %+v", ui.confirms)
+	}
+}
+
+func TestAskDeniedRefusedWithoutAsking(t *testing.T) {
+	ui := &askUI{answer: true}
+	e := newAskEnv(t, ui, map[string]string{SettingAskDenied: site})
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "hi"})
+	refusedWith(t, err, "does not allow https://shop.example")
+	if len(ui.confirms) != 0 || len(e.started) != 0 {
+		t.Fatalf("confirms %d started %d", len(ui.confirms), len(e.started))
+	}
+}
+
+func TestAskFirstTimeAllowPersists(t *testing.T) {
+	ui := &askUI{answer: true}
+	e := newAskEnv(t, ui, map[string]string{SettingAskDenied: "https://x.example"})
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "add milk"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ui.confirms) != 1 || ui.confirms[0].Message != site+" wants to start a Ferry run: add milk" || ui.confirms[0].Origin != site {
+		t.Fatalf("confirms = %+v", ui.confirms)
+	}
+	if e.settings.m[SettingAskAllowed] != site {
+		t.Fatalf("allowed = %q", e.settings.m[SettingAskAllowed])
+	}
+	// Asked once: the second call goes straight through.
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "again"}); err != nil || len(ui.confirms) != 1 || len(e.started) != 2 {
+		t.Fatalf("second ask: %v confirms %d started %d", err, len(ui.confirms), len(e.started))
+	}
+	infos := e.m.Origins(context.Background())
+	var got []string
+	for _, o := range infos {
+		got = append(got, o.Origin+":"+o.Ask)
+	}
+	if strings.Join(got, ",") != "http://127.0.0.1:1:ask,https://shop.example:allowed,https://x.example:denied" {
+		t.Fatalf("origins = %v", got)
+	}
+}
+
+func TestAskFirstTimeDenyPersists(t *testing.T) {
+	ui := &askUI{answer: false}
+	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: site + ",https://b.example"})
+	e.settings.m[SettingAskAllowed] = "https://b.example"
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	refusedWith(t, err, "did not allow")
+	if e.settings.m[SettingAskDenied] != site || len(e.started) != 0 {
+		t.Fatalf("denied = %q started %d", e.settings.m[SettingAskDenied], len(e.started))
+	}
+	_, err = e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	refusedWith(t, err, "does not allow")
+	if len(ui.confirms) != 1 {
+		t.Fatalf("asked again: %d", len(ui.confirms))
+	}
+}
+
+func TestAskNoUI(t *testing.T) {
+	e := newAskEnv(t, nil, nil)
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	refusedWith(t, err, "open Ferry's side panel")
+	// Connected, but no side panel open: nobody can answer either.
+	e.reg.SetUI(&askUI{answer: true, known: true, panels: 0})
+	_, err = e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	refusedWith(t, err, "open Ferry's side panel")
+	if len(e.started) != 0 || e.settings.m[SettingAskAllowed] != "" {
+		t.Fatalf("started %d allowed %q", len(e.started), e.settings.m[SettingAskAllowed])
+	}
+}
+
+func TestAskLimits(t *testing.T) {
+	e := newAskEnv(t, &askUI{}, map[string]string{SettingAskAllowed: site})
+	ctx := context.Background()
+	_, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: strings.Repeat("é", MaxAskText+1)})
+	if err == nil || !strings.Contains(err.Error(), "at most 2000") {
+		t.Fatalf("long text: %v", err)
+	}
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "   "}); err == nil {
+		t.Fatal("empty text accepted")
+	}
+	for i := range AskPerMinute {
+		if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"}); err != nil {
+			t.Fatalf("ask %d: %v", i, err)
+		}
+	}
+	_, err = e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"})
+	refusedWith(t, err, "at most 5 a minute")
+	e.now = e.now.Add(61 * time.Second)
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"}); err != nil {
+		t.Fatalf("after a minute: %v", err)
+	}
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: "file:///x", Text: "go"}); err == nil {
+		t.Fatal("a file page could ask")
+	}
+}
+
+func TestDisabledOriginDeclarationsIgnored(t *testing.T) {
+	e := newAskEnv(t, &askUI{answer: true}, map[string]string{SettingDisabledOrigins: "http://127.0.0.1:1", SettingAskAllowed: "http://127.0.0.1:1"})
+	// setup declared before the setting counted; a new update from the origin drops them.
+	res, err := e.m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{ID: "add_task"}}})
+	if err != nil || len(res.Registered) != 0 || len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Reason, "turned off") {
+		t.Fatalf("update = %+v, %v", res, err)
+	}
+	for _, l := range e.reg.All(7) {
+		if l.Source == tools.SourcePage {
+			t.Fatalf("page tool still registered: %+v", l)
+		}
+	}
+	_, err = e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: "http://127.0.0.1:1", Text: "x"})
+	refusedWith(t, err, "turned off")
+	if !e.m.Disabled(context.Background(), "http://127.0.0.1:1") || e.m.Disabled(context.Background(), site) {
+		t.Fatal("Disabled")
+	}
+	infos := e.m.Origins(context.Background())
+	if len(infos) != 1 || !infos[0].Disabled || infos[0].Actions != 0 {
+		t.Fatalf("origins = %+v", infos)
+	}
+}
