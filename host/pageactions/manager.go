@@ -70,6 +70,9 @@ type UpdateResult struct {
 	Refused    []Refusal `json:"refused"`
 }
 
+// CrossOriginReason refuses the declarations of a frame whose origin is not its top frame's.
+const CrossOriginReason = "actions of a cross-origin frame are not offered to the agent"
+
 // Update replaces one frame's declarations and snapshot. Unchanged declarations are
 // not registered again; an action the frame no longer declares is removed.
 func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
@@ -98,6 +101,27 @@ func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 	if frames == nil {
 		frames = map[int]*frame{}
 		m.tabs[p.TabID] = frames
+	}
+	// A tab's actions and snapshot cover its top frame and the frames of the same
+	// origin: another origin's frame declares nothing here.
+	if top := frames[0]; p.FrameID != 0 && top != nil && top.origin != p.Origin {
+		if frames[p.FrameID] != nil {
+			delete(frames, p.FrameID)
+			m.reg.RemoveFrame(p.TabID, p.FrameID)
+		}
+		for _, d := range p.Actions {
+			res.Refused = append(res.Refused, Refusal{ID: d.ID, Reason: CrossOriginReason})
+		}
+		return res, nil
+	}
+	if p.FrameID == 0 {
+		// The top frame (maybe of a new origin): frames it no longer shares an origin with go.
+		for id, other := range frames {
+			if id != 0 && other.origin != p.Origin {
+				delete(frames, id)
+				m.reg.RemoveFrame(p.TabID, id)
+			}
+		}
 	}
 	f := frames[p.FrameID]
 	if f == nil || f.origin != p.Origin {
@@ -521,8 +545,12 @@ func (m *Manager) PageContext(ctx context.Context, tabID int) (*agent.Page, erro
 	}
 	sort.Ints(ids)
 	p := &agent.Page{}
+	top := frames[0]
 	for _, id := range ids {
 		f := frames[id]
+		if top != nil && f.origin != top.origin {
+			continue // the tab's view: its top frame and same-origin frames only
+		}
 		if id == 0 || p.URL == "" {
 			p.URL, p.Title = f.url, f.title
 		}

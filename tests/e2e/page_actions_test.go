@@ -443,3 +443,104 @@ func TestPageConfirmAndRegions(t *testing.T) {
 		}
 	})
 }
+
+// An action that declares neither run nor handler but a target: Ferry drives the
+// target as a person would — fills the form's fields from the arguments (by name)
+// and submits it, or clicks the target button — and the expect check passes.
+func TestPageDriveTarget(t *testing.T) {
+	s := start(t, 120*time.Second)
+	srv := fixtureServer(t)
+	url := srv.URL + "/pageactions/drive.html"
+	page, cancel := chromedp.NewContext(s.browser.Ctx)
+	defer cancel()
+	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
+	if err != nil || tab == 0 {
+		t.Fatalf("tab of %s: %d %v", url, tab, err)
+	}
+	listed := func() map[string]bool {
+		var l toolsList
+		s.must("tools.list", map[string]any{"tab_id": tab}, &l)
+		out := map[string]bool{}
+		for _, tool := range l.Tools {
+			if tool.Source == "page" {
+				out[tool.Name] = true
+			}
+		}
+		return out
+	}
+	if err := waitUntil(15*time.Second, func() bool { l := listed(); return l["add_post"] && l["clear_posts"] }); err != nil {
+		t.Fatalf("the page's actions never appeared: %v", listed())
+	}
+	call := func(name string, args any) toolResult {
+		t.Helper()
+		var r toolResult
+		s.must("tools.call", map[string]any{"name": name, "arguments": args, "tab_id": tab}, &r)
+		return r
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := browsertest.Eval[string](page, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	posts := func() string {
+		return eval(`[...document.querySelectorAll('#posts li')].map(li => li.textContent + '/' + li.dataset.tag).join(',')`)
+	}
+
+	t.Run("fills the form by name and submits", func(t *testing.T) {
+		r := call("add_post", map[string]any{"title": "Hello from Ferry", "tag": "news"})
+		if !r.Success {
+			t.Fatalf("add_post: %+v", r)
+		}
+		if !strings.Contains(string(r.Expect), `"met":true`) || !strings.Contains(string(r.Expect), "shown in the list") {
+			t.Errorf("expect = %s", r.Expect)
+		}
+		if got := posts(); got != "Hello from Ferry/news" {
+			t.Errorf("posts = %q", got)
+		}
+		if got := eval(`String(window.__submits)`); got != "1" {
+			t.Errorf("submits = %s, want 1", got)
+		}
+		if r.Changed == nil || !r.Changed.Observed || strings.Join(r.Changed.Records.Added, ",") != "p1" ||
+			r.Changed.Records.Total.From != 0 || r.Changed.Records.Total.To != 1 {
+			t.Errorf("changed = %+v", r.Changed)
+		}
+	})
+
+	t.Run("a second post with the default field", func(t *testing.T) {
+		r := call("add_post", map[string]any{"title": "Second"})
+		if !r.Success {
+			t.Fatalf("add_post: %+v", r)
+		}
+		if got := posts(); got != "Hello from Ferry/news,Second/misc" {
+			t.Errorf("posts = %q", got)
+		}
+	})
+
+	t.Run("invalid params drive nothing", func(t *testing.T) {
+		if r := call("add_post", map[string]any{"title": ""}); r.Code != "INVALID_PARAMS" {
+			t.Errorf("add_post(''): %+v", r)
+		}
+		if got := eval(`String(window.__submits)`); got != "2" {
+			t.Errorf("submits = %s after an invalid call, want 2", got)
+		}
+	})
+
+	t.Run("clicks the target button", func(t *testing.T) {
+		r := call("clear_posts", map[string]any{})
+		if !r.Success || !strings.Contains(string(r.Expect), `"met":true`) {
+			t.Fatalf("clear_posts: %+v %s", r, r.Expect)
+		}
+		if got := posts(); got != "" {
+			t.Errorf("posts = %q after clear", got)
+		}
+		if r.Changed == nil || len(r.Changed.Records.Removed) != 2 {
+			t.Errorf("changed = %+v", r.Changed)
+		}
+	})
+}
