@@ -50,8 +50,8 @@
    * only when it says no (display: contents has no box of its own and yet
    * shows its children). Returns true when the element is to be skipped.
    */
-  function skipInCapture(el) {
-    if (el.hasAttribute('aria-hidden') && el.getAttribute('aria-hidden') === 'true') return true;
+  function skipInCapture(el, hasAttrs) {
+    if (hasAttrs && el.getAttribute('aria-hidden') === 'true') return true;
     if (!el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: false })) {
       const cs = styleOf(el);
       return !(cs && cs.display === 'contents');
@@ -72,16 +72,26 @@
     'button', 'input', 'select', 'textarea', 'label', 'video', 'audio']);
   const PHRASING = new Set(['b', 'i', 'em', 'strong', 'a', 'span', 'code', 'small', 'sup', 'sub', 'abbr', 'cite', 'q', 's', 'u', 'mark', 'time', 'kbd', 'var', 'samp', 'br', 'wbr', 'td', 'th', 'tr', 'li', 'tbody', 'thead', 'p']);
   /** No attribute that could make a style rule single it out. */
-  function plain(el) {
-    if (!el.hasAttributes()) return true;
-    const list = el.attributes;
-    for (let i = 0; i < list.length; i++) {
-      const n = list[i].name;
+  function plain(names) {
+    if (names === null) return true;
+    for (let i = 0; i < names.length; i++) {
+      const n = names[i];
       if (n !== 'href' && n !== 'title' && n !== 'colspan' && n !== 'rowspan' && n !== 'datetime' && n !== 'lang' && n !== 'dir') return false;
     }
     return true;
   }
   const PRE = new Set(['pre', 'textarea', 'listing', 'xmp', 'plaintext']);
+  const PLAIN_ATTRS = new Set(['href', 'title', 'colspan', 'rowspan', 'datetime', 'lang', 'dir']);
+  // The capture's fast path (capture's fast()): the elements it reads in one
+  // string, and the inline elements it writes from that string: PHRASING but
+  // span and p, which can host a shadow root.
+  const FAST_ROOT = new Set(['p', 'li', 'td', 'th', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'dt', 'dd', 'caption', 'figcaption', 'a', 'b', 'i', 'em', 'strong', 'code', 'small',
+    'ul', 'ol', 'table', 'thead', 'tbody', 'tr']);
+  const FAST_TAGS = new Set([...PHRASING].filter((t) => t !== 'span' && t !== 'p'));
+  // An attribute as getHTML writes it (name="value"), read from where the last one ended.
+  const FAST_ATTR = / ([a-z][a-z-]*)="([^"]*)"/y;
+  const ATTR_ENTITY = /&(?:amp|quot|nbsp|lt|gt);/g;
+  const ATTR_ENTITIES = { '&amp;': '&', '&quot;': '"', '&nbsp;': '\u00a0', '&lt;': '<', '&gt;': '>' };
 
   const NEEDS_ESC = /[&<>]/;
   function esc(s) {
@@ -173,24 +183,28 @@
       // Inline markup without attributes of its own is as visible as its
       // parent (rules that hide it would need a class, an id or a style):
       // skipping the check for it saves a third of the time on large pages.
-      if (!(PHRASING.has(tag) && plain(el)) && skipInCapture(el)) return;
+      // Each call into the DOM costs (more so from an isolated world, whose
+      // wrappers are looked up in a map): hasAttributes is asked once.
+      // Attribute names come as one array of strings: no Attr node per attribute.
+      const hasAttrs = el.hasAttributes();
+      const names = hasAttrs ? el.getAttributeNames() : null;
+      if (!(PHRASING.has(tag) && plain(names)) && skipInCapture(el, hasAttrs)) return;
       if (++elements > maxElements || size > maxChars) {
         truncated = true;
         return;
       }
       let attrs = '';
       let own = null;
-      if ((SEL.has(tag) || tag.includes('-') || el.hasAttribute('id'))) {
+      if (SEL.has(tag) || tag.includes('-') || (hasAttrs && names.includes('id'))) {
         own = sels.selectorFor(el);
         if (own) attrs += selAttr(own);
       }
-      if (el.hasAttributes()) {
-        const list = el.attributes;
-        for (let i = 0; i < list.length; i++) {
-          const a = list[i];
-          if (!KEEP_ATTRS.has(a.name)) continue;
-          const v = a.value;
-          if (v !== '' && !(a.name === 'value')) attrs += ` ${a.name}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
+      if (hasAttrs) {
+        for (let i = 0; i < names.length; i++) {
+          const n = names[i];
+          if (!KEEP_ATTRS.has(n)) continue;
+          const v = el.getAttribute(n);
+          if (v !== '' && v !== null) attrs += ` ${n}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
         }
       }
       if (tag === 'input' || tag === 'textarea' || tag === 'select') {
@@ -233,9 +247,95 @@
       }
       const saved = anc;
       if (own) anc = own;
-      children(el, pre || PRE.has(tag));
+      const inPre = pre || PRE.has(tag);
+      if (noFast === 0 && !inPre && FAST_ROOT.has(tag)) {
+        if (!fast(el)) {
+          noFast++;
+          children(el, inPre);
+          noFast--;
+        }
+      } else children(el, inPre);
       anc = saved;
       push(`</${name}>`);
+    }
+
+    // The fast path for a block of text with plain inline markup (a paragraph,
+    // a list, a table of plain rows and cells): its contents are read as one string (the
+    // browser's serialization, getHTML) instead of node by node. Each node the walk touches gets a
+    // wrapper object in the content script's world (then garbage), which is
+    // most of a capture's time on a large page; the string costs none. It is
+    // taken only when the markup inside is made of elements that the walk
+    // would write as they are, unchecked for visibility (PHRASING, plain(),
+    // no selector) and that cannot host a shadow root; otherwise the walk
+    // goes node by node and its descendants do not try again (noFast).
+    let noFast = 0;
+    function fast(el) {
+      if (el.shadowRoot || typeof el.getHTML !== 'function') return false;
+      const h = el.getHTML();
+      const len = h.length;
+      if (len === 0) return true;
+      if (size + len > maxChars) return false;
+      // Written straight to out, and taken back if the markup is not all plain.
+      const mark = out.length;
+      const markSize = size;
+      const undo = () => {
+        out.length = mark;
+        size = markSize;
+        return false;
+      };
+      let count = 0;
+      let i = 0;
+      while (i < len) {
+        const lt = h.indexOf('<', i);
+        const end = lt < 0 ? len : lt;
+        if (end > i) {
+          const t = fastText(end - i === len ? h : h.slice(i, end), out.length === 0 ? '' : out[out.length - 1]);
+          if (t !== '') push(t);
+        }
+        if (lt < 0) break;
+        let j = lt + 1;
+        const close = h.charCodeAt(j) === 47; // "/"
+        if (close) j++;
+        let k = j;
+        for (let c = h.charCodeAt(k); (c >= 97 && c <= 122) || (c >= 48 && c <= 57); c = h.charCodeAt(++k));
+        const tag = h.slice(j, k);
+        if (!FAST_TAGS.has(tag)) return undo();
+        if (h.charCodeAt(k) === 62) { // ">": no attributes
+          if (!close) count++;
+          push(h.slice(lt, k + 1));
+          i = k + 1;
+          continue;
+        }
+        if (close) return undo();
+        count++;
+        let attrs = '';
+        FAST_ATTR.lastIndex = k;
+        let m;
+        while ((m = FAST_ATTR.exec(h)) !== null) {
+          const n = m[1];
+          if (!PLAIN_ATTRS.has(n)) return undo();
+          k = FAST_ATTR.lastIndex;
+          if (!KEEP_ATTRS.has(n) || m[2] === '') continue;
+          const v = m[2].includes('&') ? m[2].replace(ATTR_ENTITY, (e) => ATTR_ENTITIES[e]) : m[2];
+          attrs += ` ${n}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
+        }
+        if (h.charCodeAt(k) !== 62) return undo();
+        push(`<${tag}${attrs}>`);
+        i = k + 1;
+      }
+      if (elements + count > maxElements) return undo();
+      elements += count;
+      return true;
+    }
+
+    // Text as getHTML writes it (&amp; &lt; &gt; &nbsp;) made what text()
+    // writes: no-break spaces back, white space collapsed, a lone space after a
+    // tag or a space dropped.
+    function fastText(s, last) {
+      let t = s.includes('&nbsp;') ? s.replace(/&nbsp;/g, '\u00a0') : s;
+      if (COLLAPSIBLE.test(t)) t = t.replace(/\s+/g, ' ');
+      if (t === ' ' && (last === '' || last.endsWith(' ') || last.endsWith('>'))) return '';
+      return t;
     }
 
     if (root === doc.body || root === doc.documentElement) {

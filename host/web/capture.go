@@ -47,8 +47,8 @@ type selScope struct {
 }
 
 // captureVoid are the elements the extension writes without an end tag.
-func captureVoid(name []byte) bool {
-	switch string(name) {
+func captureVoid(name string) bool {
+	switch name {
 	case "br", "hr", "img", "input", "wbr", "col":
 		return true
 	}
@@ -80,7 +80,7 @@ func (b *builder) resolveSel(v string) string {
 
 // openSel records a start tag in the token stream: n's own selector, or the
 // enclosing one.
-func (b *builder) openSel(name []byte, n *node) {
+func (b *builder) openSel(name string, n *node) {
 	if captureVoid(name) {
 		return
 	}
@@ -88,14 +88,14 @@ func (b *builder) openSel(name []byte, n *node) {
 	if n.x != nil && n.x.sel != "" {
 		sel = n.x.sel
 	}
-	b.sels = append(b.sels, selScope{name: string(name), sel: sel})
+	b.sels = append(b.sels, selScope{name: name, sel: sel})
 }
 
 // closeSel records an end tag: back to the enclosing element of that name, if
 // one is open.
-func (b *builder) closeSel(name []byte) {
+func (b *builder) closeSel(name string) {
 	for i := len(b.sels) - 1; i >= 0; i-- {
-		if b.sels[i].name == string(name) {
+		if b.sels[i].name == name {
 			b.sels = b.sels[:i]
 			return
 		}
@@ -167,7 +167,7 @@ func (b *builder) ext(n *node) *nodeX {
 	return n.x
 }
 
-func (b *builder) setCaptureAttr(n *node, k, v []byte) {
+func setCaptureAttr[T string | []byte](b *builder, n *node, k, v T) {
 	switch string(k) {
 	case CaptureSelectorAttr, CaptureSelectorAttrLong:
 		b.ext(n).sel = b.resolveSel(strings.TrimSpace(string(v)))

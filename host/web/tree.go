@@ -142,7 +142,8 @@ type builder struct {
 	// (custom elements, <ferry-frame>) their names, so that their end tags close them.
 	capture bool
 	xs      []nodeX
-	sels    []selScope // capture only: the token stream's open elements (capture.go)
+	sels    []selScope  // capture only: the token stream's open elements (capture.go)
+	attrs   [][2]string // capture only: captureAttrs's buffer
 }
 
 func (b *builder) top() *node { return b.stack[len(b.stack)-1] }
@@ -240,12 +241,31 @@ func parse(src string, capture bool) *builder {
 			b.implyEnds(a)
 			n := b.arena.new()
 			n.a = a
+			var name string
 			if b.capture {
 				// Boolean attributes (checked, selected, disabled) have no "=".
 				hasAttr = true
-				if a == 0 {
-					name, _ := z.TagName()
-					b.ext(n).tag = string(name)
+				// A known element's name is its atom's (no copy); the tokenizer's
+				// TagName copies and can be read only once per token.
+				if a != 0 {
+					name = a.String()
+				} else {
+					nb, _ := z.TagName()
+					name = string(nb)
+					b.ext(n).tag = name
+				}
+			}
+			if b.capture && off <= len(src) {
+				// The extension writes its attributes in one plain form (k='v' or a
+				// bare k): read them from src, sharing its memory, and leave the
+				// tokenizer's copies for anything else.
+				var ok bool
+				if b.attrs, ok = captureAttrs(src[start:off], b.attrs[:0]); ok {
+					for _, kv := range b.attrs {
+						setAttr(n, kv[0], kv[1])
+						setCaptureAttr(b, n, kv[0], kv[1])
+					}
+					hasAttr = false
 				}
 			}
 			for hasAttr {
@@ -253,11 +273,10 @@ func parse(src string, capture bool) *builder {
 				k, v, hasAttr = z.TagAttr()
 				setAttr(n, k, v)
 				if b.capture {
-					b.setCaptureAttr(n, k, v)
+					setCaptureAttr(b, n, k, v)
 				}
 			}
 			if b.capture && tt == html.StartTagToken {
-				name, _ := z.TagName()
 				b.openSel(name, n)
 			}
 			b.top().appendChild(n)
@@ -267,8 +286,12 @@ func parse(src string, capture bool) *builder {
 		case html.EndTagToken:
 			a := tagAtom(raw)
 			if b.capture {
-				name, _ := z.TagName()
-				b.closeSel(name)
+				if a != 0 {
+					b.closeSel(a.String())
+				} else {
+					name, _ := z.TagName()
+					b.closeSel(string(name))
+				}
 			}
 			switch a {
 			case atom.Title:
@@ -363,7 +386,7 @@ func (b *builder) implyEnds(a atom.Atom) {
 	}
 }
 
-func setAttr(n *node, k, v []byte) {
+func setAttr[T string | []byte](n *node, k, v T) {
 	switch string(k) {
 	case "class":
 		n.class = string(v)
@@ -399,7 +422,62 @@ func setAttr(n *node, k, v []byte) {
 	}
 }
 
-func styleHides(v []byte) bool {
+func styleHides[T string | []byte](v T) bool {
 	s := strings.ReplaceAll(strings.ToLower(string(v)), " ", "")
 	return strings.Contains(s, "display:none") || strings.Contains(s, "visibility:hidden")
+}
+
+// captureAttrs reads a start tag's attributes (tag is its raw text) when they are
+// all in the form the extension writes: ` k='v'` (or ` k="v"`) with k in [a-z0-9-] and v free of
+// entities, carriage returns and NULs, or a bare ` k`; no key twice. The values are
+// substrings of tag. ok is false for anything else, which the tokenizer then reads.
+func captureAttrs(tag string, out [][2]string) (_ [][2]string, ok bool) {
+	i := 1
+	for i < len(tag) && tag[i] != ' ' && tag[i] != '>' {
+		switch tag[i] {
+		case '/', '\t', '\n', '\r', '\f', 0:
+			return out, false
+		}
+		i++
+	}
+	for {
+		if i >= len(tag) {
+			return out, false
+		}
+		if tag[i] == '>' {
+			return out, i == len(tag)-1
+		}
+		if tag[i] != ' ' {
+			return out, false
+		}
+		i++
+		ks := i
+		for i < len(tag) && (tag[i] >= 'a' && tag[i] <= 'z' || tag[i] >= '0' && tag[i] <= '9' || tag[i] == '-') {
+			i++
+		}
+		if i == ks || i >= len(tag) {
+			return out, false
+		}
+		k, v := tag[ks:i], ""
+		if tag[i] == '=' {
+			if i+1 >= len(tag) || tag[i+1] != '\'' && tag[i+1] != '"' {
+				return out, false
+			}
+			j := strings.IndexByte(tag[i+2:], tag[i+1])
+			if j < 0 {
+				return out, false
+			}
+			v = tag[i+2 : i+2+j]
+			if strings.IndexByte(v, '&') >= 0 || strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, 0) >= 0 {
+				return out, false
+			}
+			i += 2 + j + 1
+		}
+		for _, kv := range out {
+			if kv[0] == k {
+				return out, false
+			}
+		}
+		out = append(out, [2]string{k, v})
+	}
 }
