@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/host/web"
@@ -104,7 +103,7 @@ func (d Deps) getTabContent() tools.Tool {
 
 			limit := d.intSetting(ctx, SettingContentMaxLength, defaultContentMaxLength)
 			if args.Prompt != "" {
-				in, cut := truncateRunes(res.Content, limit)
+				in, cut := web.TruncateRunes(res.Content, limit)
 				sum, err := d.Summarizer.Summarize(ctx, args.Prompt, in)
 				if errors.Is(err, web.ErrNoModel) {
 					return nil, noModel()
@@ -118,7 +117,7 @@ func (d Deps) getTabContent() tools.Tool {
 				limit = *args.MaxLength
 			}
 			var cut bool
-			res.Content, cut = truncateRunes(res.Content, limit)
+			res.Content, cut = web.TruncateRunes(res.Content, limit)
 			res.Truncated = res.Truncated || cut
 			return res, nil
 		},
@@ -128,22 +127,4 @@ func (d Deps) getTabContent() tools.Tool {
 func noModel() error {
 	return tools.Failf(tools.CodeActionUnavailable,
 		"prompt needs a model to summarise with, and no model provider is configured; add one with `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin --default`, or call get_tab_content without prompt")
-}
-
-// truncateRunes keeps at most n code points of s; n <= 0 means no limit.
-func truncateRunes(s string, n int) (string, bool) {
-	if n <= 0 || len(s) <= n {
-		return s, false
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s, false
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos], true
-		}
-		i++
-	}
-	return s, false
 }

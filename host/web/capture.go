@@ -551,7 +551,7 @@ func attr(key, v string) string {
 		return ""
 	}
 	if n := utf8.RuneCountInString(v); n > maxValue {
-		v, _ = truncateRunes(v, maxValue)
+		v, _ = TruncateRunes(v, maxValue)
 		v += "…"
 	}
 	plain := true

@@ -118,7 +118,7 @@ func (d Deps) get(ctx context.Context, c *http.Client, u *url.URL, maxBody int, 
 		if p.kind == kindHTML {
 			snippet = Extract(p.text).Markdown
 		}
-		snippet, _ = truncateRunes(strings.Join(strings.Fields(snippet), " "), 300)
+		snippet, _ = TruncateRunes(strings.Join(strings.Fields(snippet), " "), 300)
 		return nil, tools.Failf(tools.CodeHandlerError, "%s answered HTTP %s; the page says: %q", p.finalURL, resp.Status, snippet)
 	}
 	return p, nil

@@ -319,7 +319,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 		if err != nil {
 			return nil, err
 		}
-		in, cut := truncateRunes(res.Content, defLimit)
+		in, cut := TruncateRunes(res.Content, defLimit)
 		sum, err := d.Summarizer.Summarize(ctx, prompt, in)
 		if errors.Is(err, ErrNoModel) {
 			return nil, noModel()
@@ -331,7 +331,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 		res.Truncated = res.Truncated || cut
 	}
 	var cut bool
-	res.Content, cut = truncateRunes(res.Content, limit)
+	res.Content, cut = TruncateRunes(res.Content, limit)
 	res.Truncated = res.Truncated || cut
 	return res, nil
 }
@@ -341,8 +341,10 @@ func noModel() error {
 		"prompt needs a model to summarise with, and no model provider is configured; add one with `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin --default`, or call web_fetch without prompt")
 }
 
-// truncateRunes keeps at most n code points of s; n <= 0 means no limit.
-func truncateRunes(s string, n int) (string, bool) {
+// TruncateRunes keeps at most n code points of s (never splitting a character) and
+// says whether it cut; n <= 0 means no limit. max_length of the content tools counts
+// characters, not bytes.
+func TruncateRunes(s string, n int) (string, bool) {
 	if n <= 0 || len(s) <= n {
 		return s, false
 	}
