@@ -109,7 +109,7 @@ func init() {
 			"elsewhere a person confirms each one",
 		Default: "",
 		Validate: func(v string) error {
-			_, err := parseOrigins(v)
+			_, err := ParseOrigins(v)
 			return err
 		},
 	})
@@ -133,28 +133,33 @@ func init() {
 	})
 }
 
-// parseOrigins reads the auto-approve list: each entry an origin, normalised.
-func parseOrigins(v string) (map[string]bool, error) {
-	out := map[string]bool{}
+// ParseOrigins reads an origin-list setting (comma-separated): each entry an http(s)
+// origin, normalised by Origin, in order and without repeats.
+func ParseOrigins(v string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
 	for _, part := range strings.Split(v, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
 		u, err := url.Parse(part)
-		o, ok := origin(part)
+		o, ok := Origin(part)
 		if err != nil || !ok || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("%q is not an origin like https://example.com (http or https, no path)", part)
 		}
-		out[o] = true
+		if !seen[o] {
+			seen[o] = true
+			out = append(out, o)
+		}
 	}
 	return out, nil
 }
 
-// origin is a URL's origin (scheme://host[:port], lower case, default port
+// Origin is a URL's origin (scheme://host[:port], lower case, default port
 // dropped), for http and https URLs only: other pages have no origin a person
 // could have trusted.
-func origin(raw string) (string, bool) {
+func Origin(raw string) (string, bool) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return "", false

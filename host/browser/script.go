@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ferryhq/ferry/host/tools"
@@ -120,9 +121,9 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 	if err := d.call(ctx, "browser.page.info", params, &info, assessWait); err != nil {
 		return tools.Assessment{}, err
 	}
-	o, ok := origin(info.URL)
-	trusted, _ := parseOrigins(d.setting(ctx, SettingScriptsAutoApprove, ""))
-	if ok && trusted[o] {
+	o, ok := Origin(info.URL)
+	trusted, _ := ParseOrigins(d.setting(ctx, SettingScriptsAutoApprove, ""))
+	if ok && slices.Contains(trusted, o) {
 		return tools.Assessment{Dangerous: true}, nil
 	}
 	where := o

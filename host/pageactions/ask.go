@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/browser"
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
@@ -37,7 +36,7 @@ const (
 )
 
 func init() {
-	validate := func(v string) error { _, err := ParseOrigins(v); return err }
+	validate := func(v string) error { _, err := browser.ParseOrigins(v); return err }
 	config.Register(config.Setting{
 		Key:         SettingAskAllowed,
 		Description: "comma-separated origins (https://example.com) whose pages may start an agent run with ferry.ask without asking",
@@ -54,49 +53,6 @@ func init() {
 			"ferry.ready() rejects and ferry.ask is refused",
 		Validate: validate,
 	})
-}
-
-// ParseOrigins reads an origin list setting: each entry an http(s) origin, normalised.
-func ParseOrigins(v string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		o, ok := NormalizeOrigin(part)
-		u, err := url.Parse(part)
-		if !ok || err != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("%q is not an origin like https://example.com (http or https, no path)", part)
-		}
-		if !seen[o] {
-			seen[o] = true
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-// NormalizeOrigin is an http(s) URL's origin: lower case, default port dropped.
-func NormalizeOrigin(raw string) (string, bool) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return "", false
-	}
-	host := strings.ToLower(u.Hostname())
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	port := u.Port()
-	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
-		port = ""
-	}
-	o := strings.ToLower(u.Scheme) + "://" + host
-	if port != "" {
-		o += ":" + port
-	}
-	return o, true
 }
 
 // SettingsStore reads and writes settings (storage.DB satisfies it).
@@ -150,7 +106,7 @@ func (a *askState) origins(ctx context.Context, key string) []string {
 	if err != nil || !ok {
 		return nil
 	}
-	list, err := ParseOrigins(v)
+	list, err := browser.ParseOrigins(v)
 	if err != nil {
 		return nil
 	}
@@ -168,7 +124,7 @@ func has(list []string, o string) bool {
 
 // Disabled reports whether the user turned Ferry's page API off for origin.
 func (m *Manager) Disabled(ctx context.Context, origin string) bool {
-	o, ok := NormalizeOrigin(origin)
+	o, ok := browser.Origin(origin)
 	if !ok {
 		return false
 	}
@@ -265,7 +221,7 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 	if p.TabID <= 0 {
 		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.ask needs tab_id")
 	}
-	origin, ok := NormalizeOrigin(p.Origin)
+	origin, ok := browser.Origin(p.Origin)
 	if !ok {
 		return AskResult{}, refused("ferry.ask is only for http(s) pages")
 	}
