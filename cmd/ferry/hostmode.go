@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/ferryhq/ferry/buildinfo"
@@ -64,20 +65,32 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	h.Caller = origin
 
 	// The control socket lets `ferry run` and `ferry mcp` reach this host, and
-	// through it the browser. Without it the host still serves the browser.
-	browserName, profile := control.Parent()
-	ctl, err := control.Listen(control.Options{
-		DataDir: dataDir, Log: log, Handle: control.HostHandler(h),
-		Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
-	})
-	var in io.Reader = stdin
-	if err != nil {
-		log.Warn().Err(err).Msg("no control socket: ferry run and ferry mcp cannot reach this browser")
-	} else {
-		defer ctl.Close()
-		in = ctl.ActivityReader(stdin)
-		log.Info().Str("socket", ctl.Info().Socket).Msg("control socket listening")
+	// through it the browser. Without it the host still serves the browser. It is
+	// set up beside the first replies, not before them: the browser is waiting.
+	var ctl atomic.Pointer[control.Server]
+	ctlReady := make(chan struct{})
+	go func() {
+		defer close(ctlReady)
+		browserName, profile := control.Parent()
+		s, err := control.Listen(control.Options{
+			DataDir: dataDir, Log: log, Handle: control.HostHandler(h),
+			Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
+		})
+		if err != nil {
+			log.Warn().Err(err).Msg("no control socket: ferry run and ferry mcp cannot reach this browser")
+			return
+		}
+		ctl.Store(s)
+		log.Info().Str("socket", s.Info().Socket).Msg("control socket listening")
+	}()
+	closeControl := func() {
+		<-ctlReady
+		if s := ctl.Load(); s != nil {
+			s.Close()
+		}
 	}
+	defer closeControl()
+	in := activityReader{stdin, &ctl}
 
 	// A signal ends the host without waiting for the browser, but never with the
 	// database left open mid-write.
@@ -86,9 +99,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	go func() {
 		s := <-sigs
 		log.Info().Str("signal", s.String()).Msg("exiting on signal")
-		if ctl != nil {
-			ctl.Close()
-		}
+		closeControl()
 		h.Close()
 		db.Close()
 		os.Exit(0)
@@ -103,4 +114,21 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	log.Info().Msg("browser closed the connection; exiting")
 	return 0
+}
+
+// activityReader marks the host active in its control-socket description whenever
+// the browser sends something, so clients pick the host the person is using.
+type activityReader struct {
+	r   io.Reader
+	ctl *atomic.Pointer[control.Server]
+}
+
+func (a activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		if s := a.ctl.Load(); s != nil {
+			s.Touch()
+		}
+	}
+	return n, err
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"runtime"
@@ -169,23 +168,6 @@ func (s *Server) Touch() {
 			s.opts.Log.Warn().Err(err).Msg("control: updating the info file")
 		}
 	}
-}
-
-// ActivityReader returns r, calling s.Touch whenever something is read from it (the
-// browser's stdin in host mode).
-func (s *Server) ActivityReader(r io.Reader) io.Reader { return activityReader{r, s} }
-
-type activityReader struct {
-	r io.Reader
-	s *Server
-}
-
-func (a activityReader) Read(p []byte) (int, error) {
-	n, err := a.r.Read(p)
-	if n > 0 {
-		a.s.Touch()
-	}
-	return n, err
 }
 
 // Close stops listening, disconnects every client and removes the files.
