@@ -183,7 +183,7 @@ func (r *Registry) prepare(t Tool) (*entry, error) {
 			return nil, fmt.Errorf("tool %q: unknown permission %q (readStore, writeStore or emitEvents)", name, p)
 		}
 	}
-	schema, err := NormalizeParameters(t.Parameters)
+	schema, err := normalizeParameters(t.Parameters, t.Source == SourceBuiltin)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -36,6 +37,12 @@ type Schema struct {
 	compiled *jsonschema.Schema
 	doc      any // JSON decoded, for redaction and error messages
 	secret   bool
+
+	// compile, when set, compiles on first use: the host's own tools, whose schemas
+	// the tests compile, wait until they are called, so a browser starting the host
+	// gets its first answer without compiling thirty schemas first.
+	compile func() (*jsonschema.Schema, error)
+	once    sync.Once
 }
 
 // kv keeps members in the order they were written: a model reads the properties in
@@ -81,6 +88,10 @@ func marshalNoEscape(v any) ([]byte, error) {
 // NormalizeParameters reads parameters in any dialect and returns the compiled
 // schema, or the reason it is refused.
 func NormalizeParameters(raw json.RawMessage) (*Schema, error) {
+	return normalizeParameters(raw, false)
+}
+
+func normalizeParameters(raw json.RawMessage, lazy bool) (*Schema, error) {
 	trimmed := bytes.TrimSpace(raw)
 	var (
 		out     []byte
@@ -108,7 +119,7 @@ func NormalizeParameters(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parameters (%s form): %w", dialect, err)
 	}
-	s, err := compileSchema(out)
+	s, err := compileSchema(out, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("parameters (%s form): %w", dialect, err)
 	}
@@ -351,7 +362,7 @@ func keyList(m map[string]bool) string {
 
 // compileSchema compiles the normalised schema once. Patterns are compiled from
 // their Go translation (see ecmaregex.go); the model still sees the original.
-func compileSchema(out []byte) (s *Schema, err error) {
+func compileSchema(out []byte, lazy bool) (s *Schema, err error) {
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
@@ -366,6 +377,18 @@ func compileSchema(out []byte) (s *Schema, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s = &Schema{JSON: out, doc: doc, secret: hasSecret(doc)}
+	if lazy {
+		s.compile = func() (*jsonschema.Schema, error) { return compileGo(goJSON) }
+		return s, nil
+	}
+	if s.compiled, err = compileGo(goJSON); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func compileGo(goJSON []byte) (compiled *jsonschema.Schema, err error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	// Nothing outside the schema is fetched: a page must not make the host load URLs.
@@ -380,14 +403,14 @@ func compileSchema(out []byte) (s *Schema, err error) {
 		// The library panics on some malformed input instead of returning an error;
 		// a page's bad schema must be a refusal, never a crash of the host.
 		if p := recover(); p != nil {
-			s, err = nil, fmt.Errorf("does not compile: %v", p)
+			compiled, err = nil, fmt.Errorf("does not compile: %v", p)
 		}
 	}()
-	compiled, err := c.Compile(url)
+	compiled, err = c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("does not compile: %v", strings.TrimPrefix(err.Error(), "jsonschema "+url+" compilation failed: "))
 	}
-	return &Schema{JSON: out, compiled: compiled, doc: doc, secret: hasSecret(doc)}, nil
+	return compiled, nil
 }
 
 // schemaValued are the keywords whose value is data, not a schema: nothing in them
@@ -568,6 +591,14 @@ func (v Violation) String() string {
 // Validate checks decoded arguments (numbers as json.Number) and lists every
 // violation, most specific first, each with the pointer of the value at fault.
 func (s *Schema) Validate(args any) []Violation {
+	if s.compile != nil {
+		s.once.Do(func() {
+			var err error
+			if s.compiled, err = s.compile(); err != nil {
+				panic(fmt.Sprintf("a builtin tool's schema does not compile: %v", err))
+			}
+		})
+	}
 	err := s.compiled.Validate(args)
 	if err == nil {
 		return nil
