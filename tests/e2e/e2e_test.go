@@ -361,3 +361,25 @@ func TestDoctorHealthyAfterInstall(t *testing.T) {
 		t.Fatalf("ferry doctor --user-data-dir %s after install: %v\n%s", userData, err, out)
 	}
 }
+
+// tabOf is the id of the open tab showing url.
+func (s *session) tabOf(url string) int {
+	s.t.Helper()
+	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
+	if err != nil || tab == 0 {
+		s.t.Fatalf("tab of %s: %d %v", url, tab, err)
+	}
+	return tab
+}
+
+// openTab opens url in a new tab (closed when the test ends) and returns the tab's
+// chromedp context and its id.
+func (s *session) openTab(url string) (context.Context, int) {
+	s.t.Helper()
+	page, cancel := chromedp.NewContext(s.browser.Ctx)
+	s.t.Cleanup(cancel)
+	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
+		s.t.Fatal(err)
+	}
+	return page, s.tabOf(url)
+}

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ferryhq/ferry/host/control"
@@ -183,15 +182,7 @@ func TestMCPServerWithBrowser(t *testing.T) {
 	}
 
 	url := srv.URL + "/todo/"
-	page, cancelPage := chromedp.NewContext(s.browser.Ctx)
-	defer cancelPage()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	rows := func() string {
 		t.Helper()
 		v, err := browsertest.Eval[string](page, `[...document.querySelectorAll('#list li')].map(li => li.dataset.taskId).join(',')`)

@@ -23,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/ferryhq/ferry/tests/browsertest"
 )
 
@@ -74,15 +72,7 @@ func TestPageActionsBench(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	url := srv.URL + "/bench"
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab: %d %v", tab, err)
-	}
+	page, tab := s.openTab(url)
 	if err := waitUntil(15*time.Second, func() bool {
 		var l toolsList
 		s.must("tools.list", map[string]any{"tab_id": tab}, &l)

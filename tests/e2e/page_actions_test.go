@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/ferryhq/ferry/tests/browsertest"
 )
 
@@ -53,15 +51,7 @@ func TestPageActions(t *testing.T) {
 	s := start(t, 120*time.Second)
 	srv := fixtureServer(t)
 	url := srv.URL + "/pageactions/todo.html"
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	list := func() toolsList {
 		var l toolsList
 		s.must("tools.list", map[string]any{"tab_id": tab}, &l)
@@ -330,15 +320,7 @@ func TestPageConfirmAndRegions(t *testing.T) {
 	s := start(t, 120*time.Second)
 	srv := fixtureServer(t)
 	url := srv.URL + "/pageactions/confirm.html"
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	list := func(model bool) map[string]bool {
 		var l toolsList
 		s.must("tools.list", map[string]any{"tab_id": tab, "model": model}, &l)
@@ -451,15 +433,7 @@ func TestPageDriveTarget(t *testing.T) {
 	s := start(t, 120*time.Second)
 	srv := fixtureServer(t)
 	url := srv.URL + "/pageactions/drive.html"
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	listed := func() map[string]bool {
 		var l toolsList
 		s.must("tools.list", map[string]any{"tab_id": tab}, &l)

@@ -34,15 +34,7 @@ func TestPageAsk(t *testing.T) {
 	}
 	set("pages.ask_allowed_origins", origin)
 
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	inPage := func(expr string) string {
 		t.Helper()
 		v, err := browsertest.Eval[string](page, expr)

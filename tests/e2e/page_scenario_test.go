@@ -11,7 +11,6 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -179,15 +178,7 @@ func call(id, name, args string) modeltest.Call {
 
 func scenario(t *testing.T, s *session, fake *modeltest.Server, origin string, p scenarioPage, confirmChecks bool) {
 	url := origin + p.path
-	page, cancel := chromedp.NewContext(s.browser.Ctx)
-	defer cancel()
-	if err := chromedp.Do(page, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-	if err != nil || tab == 0 {
-		t.Fatalf("tab of %s: %d %v", url, tab, err)
-	}
+	page, tab := s.openTab(url)
 	list := func() toolsList {
 		var l toolsList
 		s.must("tools.list", map[string]any{"tab_id": tab}, &l)
@@ -421,10 +412,7 @@ func TestDemoWithExtension(t *testing.T) {
 			if err := browsertest.WaitFor(s.ctx, page, `document.getElementById('status').textContent.includes('connected')`); err != nil {
 				t.Errorf("the page does not say it is connected: %v", err)
 			}
-			tab, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => (ts.find(t => t.url === %q) || {id: 0}).id)`, url))
-			if err != nil || tab == 0 {
-				t.Fatalf("tab of %s: %d %v", url, tab, err)
-			}
+			tab := s.tabOf(url)
 			var l toolsList
 			err = waitUntil(10*time.Second, func() bool {
 				s.must("tools.list", map[string]any{"tab_id": tab}, &l)
