@@ -100,10 +100,11 @@ type session struct {
 	sw      context.Context // attached to the extension's service worker
 }
 
-// start installs ferry into a fresh profile, launches Chromium with the extension and
-// waits until the service worker exposes its host client. Everything stops when the
-// test ends or timeout passes.
-func start(t *testing.T, timeout time.Duration) *session {
+// start installs ferry into a fresh profile, launches Chromium with the extension (env
+// added to its environment, which the hosts it starts inherit) and waits until the
+// service worker exposes its host client. Everything stops when the test ends or
+// timeout passes.
+func start(t *testing.T, timeout time.Duration, env ...string) *session {
 	t.Helper()
 	browsertest.RequireChromium(t)
 	home, userData := installed(t)
@@ -113,7 +114,7 @@ func start(t *testing.T, timeout time.Duration) *session {
 	b, err := browsertest.Launch(ctx, browsertest.Options{
 		UserDataDir:  userData,
 		ExtensionDir: browsertest.ExtensionDir(),
-		Env:          []string{"FERRY_HOME=" + home},
+		Env:          append([]string{"FERRY_HOME=" + home}, env...),
 		Log:          logPath,
 	})
 	if err != nil {

@@ -22,40 +22,6 @@ import (
 	"github.com/ferryhq/ferry/tests/browsertest"
 )
 
-// startWith is start with more environment for Chromium (and the hosts it starts).
-func startWith(t *testing.T, timeout time.Duration, env ...string) *session {
-	t.Helper()
-	browsertest.RequireChromium(t)
-	home, userData := installed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	logPath := filepath.Join(browsertest.TempDir(t, "ferry-e2e-log-"), "chromium.log")
-	b, err := browsertest.Launch(ctx, browsertest.Options{
-		UserDataDir:  userData,
-		ExtensionDir: browsertest.ExtensionDir(),
-		Env:          append([]string{"FERRY_HOME=" + home}, env...),
-		Log:          logPath,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		b.Close()
-		if t.Failed() {
-			browsertest.DumpTail(t, "chromium output (includes the host's stderr)", logPath, 60)
-		}
-	})
-	sw, cancelSW, err := b.ServiceWorker(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cancelSW)
-	if err := browsertest.WaitFor(ctx, sw, `typeof globalThis.ferryHost?.request === 'function'`); err != nil {
-		t.Fatalf("the service worker never exposed globalThis.ferryHost: %v", err)
-	}
-	return &session{t: t, ctx: ctx, home: home, browser: b, sw: sw}
-}
-
 // page opens an extension page in a new tab of the given size.
 func (s *session) page(path string, width, height int64) context.Context {
 	s.t.Helper()
@@ -329,7 +295,7 @@ func TestScreenshotsInFourLanguages(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(filepath.Dir(resolved(browsertest.RequireChromium(t))), "locales", pak)); err != nil {
 				t.Skipf("Chromium has no %s (Debian: apt-get install chromium-l10n; CJK text also needs a font such as fonts-wqy-zenhei): %v", pak, err)
 			}
-			s := startWith(t, 90*time.Second, "LANGUAGE="+l.env, "LANG="+l.env+".UTF-8")
+			s := start(t, 90*time.Second, "LANGUAGE="+l.env, "LANG="+l.env+".UTF-8")
 			fake := modeltest.New(t, modeltest.OpenAI)
 			fake.SetResponder(func(req modeltest.Request) modeltest.Turn {
 				if req.N == 1 {
@@ -410,7 +376,7 @@ const overflowCheck = `[...document.querySelectorAll('body *')].filter(e => {
 // file whose markup is shown as text, a download, a delete after the confirmation,
 // and the usage against the quota.
 func TestOptionsWorkspace(t *testing.T) {
-	s := startWith(t, 90*time.Second)
+	s := start(t, 90*time.Second)
 	for path, content := range map[string]string{
 		"notes/todo.md": "<img src=x onerror=\"document.title='pwned'\">buy milk\n",
 		"report.txt":    "quarterly numbers\n",
@@ -466,7 +432,7 @@ func TestOptionsWorkspace(t *testing.T) {
 // the CSS width, twice the pixel density): nothing may stick out sideways, and the
 // controls a person needs stay on screen.
 func TestReadableAt200PercentZoom(t *testing.T) {
-	s := startWith(t, 60*time.Second)
+	s := start(t, 60*time.Second)
 	open := func(path string, width, height int64) context.Context {
 		tab, cancel := chromedp.NewContext(s.browser.Ctx)
 		t.Cleanup(cancel)
