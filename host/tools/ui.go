@@ -58,6 +58,27 @@ type ConfirmRequest struct {
 	Source  Source `json:"source,omitempty"`
 	TabID   int    `json:"tab_id,omitempty"`
 	FrameID int    `json:"frame_id,omitempty"`
+	// Requester says who asks for the call, so the person knows whose request they
+	// answer; Flow, when the call would carry a run's data somewhere, says from where
+	// to where. The side panel shows both.
+	Requester *Requester `json:"requester,omitempty"`
+	Flow      *Flow      `json:"flow,omitempty"`
+}
+
+// Requester is who asks for a confirmed call.
+type Requester struct {
+	Kind           string `json:"kind"` // model, page, mcp, socket or cli
+	Origin         string `json:"origin,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Client         string `json:"client,omitempty"` // an outside agent's own name, when it gave one
+}
+
+// Flow is where a call would carry a run's data: its sources (origins, or
+// "workspace", "other tabs", "your message") and the destination origin.
+type Flow struct {
+	Sources     []string `json:"sources"`
+	Destination string   `json:"destination"`
 }
 
 // AskRequest is ask_user's question: free text, or a choice among options.
