@@ -15,13 +15,16 @@ import (
 	"time"
 )
 
-const demoUsage = `usage: ferry demo [--no-browser] [--chromium PATH] [--port N] [--root DIR]
+const demoUsage = `usage: ferry demo [--no-browser] [--headless] [--chromium PATH] [--port N] [--root DIR]
 
 Serves the demo pages (examples/todo, examples/todo-react) on 127.0.0.1, installs
 the host into a temporary Chromium profile and opens Chromium with the extension
-loaded at the demo. Ctrl-C stops everything and removes the temporary profile.
+loaded and pinned to the toolbar, at the demo. Ctrl-C stops everything and removes
+the temporary profile.
 
   --no-browser     only serve the pages and print their URL
+  --headless       start Chromium without a window (machines without a display, CI);
+                   prints the DevTools address to drive it
   --chromium PATH  the Chromium to start (default: $FERRY_CHROMIUM, then chromium on PATH)
   --port N         the port to serve on (default: any free one)
   --root DIR       the Ferry source tree holding examples/ and extension/ (default: found
@@ -31,6 +34,7 @@ loaded at the demo. Ctrl-C stops everything and removes the temporary profile.
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	noBrowser := fs.Bool("no-browser", false, "")
+	headless := fs.Bool("headless", false, "")
 	chromium := fs.String("chromium", "", "")
 	port := fs.Int("port", 0, "")
 	root := fs.String("root", "", "")
@@ -94,21 +98,51 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	if code := cmdInstall([]string{"--browser", "chromium", "--user-data-dir", profile}, stdout, stderr); code != 0 {
 		return code
 	}
+	if err := pinExtension(profile); err != nil {
+		// Only the toolbar button's place depends on it: the extension still loads.
+		fmt.Fprintf(stderr, "ferry demo: could not pin the extension to the toolbar (%v); find Ferry under the puzzle-piece button\n", err)
+	}
 	flags := []string{
-		"--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
+		"--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + profile, "--load-extension=" + ext, "--disable-extensions-except=" + ext,
-		url,
 	}
+	if why := sandboxUnavailable(); why != "" {
+		fmt.Fprintf(stdout, "Starting Chromium with --no-sandbox: its sandbox cannot start here (%s)\n", why)
+		flags = append(flags, "--no-sandbox")
+	}
+	if *headless {
+		// Machines without a display are mostly containers, whose /dev/shm is tiny.
+		flags = append(flags, "--headless=new", "--remote-debugging-port=0", "--disable-dev-shm-usage")
+	}
+	flags = append(flags, url)
 	cmd := exec.Command(bin, flags...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.Stdout = io.Discard
+	var devtools <-chan string
+	if *headless {
+		pipe, err := cmd.StderrPipe()
+		if err != nil {
+			fmt.Fprintf(stderr, "ferry demo: %v\n", err)
+			return 1
+		}
+		devtools = devToolsAddress(pipe)
+	} else {
+		cmd.Stderr = io.Discard
+	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "ferry demo: starting %s: %v\n", bin, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "Opened %s (pid %d) with the extension from %s at %s\n", bin, cmd.Process.Pid, ext, url)
-	fmt.Fprintln(stdout, "Add a model provider (ferry provider add …) and ask Ferry's side panel to add a task.")
-	fmt.Fprintln(stdout, "Press Ctrl-C (or close the browser) to stop; the temporary profile is then removed.")
+	if devtools != nil {
+		select {
+		case addr := <-devtools:
+			fmt.Fprintf(stdout, "DevTools: %s\n", addr)
+		case <-time.After(30 * time.Second):
+			fmt.Fprintln(stderr, "ferry demo: Chromium printed no DevTools address within 30 s")
+		}
+	}
+	printDemoNext(stdout, profile, reactDir)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
@@ -122,7 +156,7 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 		}
 	case <-exited:
 	}
-	fmt.Fprintln(stdout, "Stopped.")
+	fmt.Fprintf(stdout, "Stopped. Removed the temporary profile %s.\n", profile)
 	return 0
 }
 
