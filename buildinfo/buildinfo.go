@@ -2,11 +2,33 @@
 // that the host, the installer and the extension must agree on.
 package buildinfo
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
 
-// Version is the release of this binary. Release builds set it with
-// -ldflags "-X github.com/ferryhq/ferry/buildinfo.Version=1.2.3".
-var Version = "0.1.0"
+// DevVersion is the version of a build from a source checkout.
+const DevVersion = "0.1.0"
+
+// Version is the release of this binary: what scripts/release stamps with
+// -ldflags "-X github.com/ferryhq/ferry/buildinfo.Version=1.2.3", else the module
+// version that `go install github.com/ferryhq/ferry/cmd/ferry@v1.2.3` records, else
+// DevVersion.
+var Version string
+
+func init() {
+	if Version == "" {
+		Version = moduleVersion(debug.ReadBuildInfo())
+	}
+}
+
+func moduleVersion(bi *debug.BuildInfo, ok bool) string {
+	if ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return DevVersion
+}
 
 // Protocol is the wire protocol version exchanged in host.hello. Bump it whenever a
 // change would make an older extension misread the host (or the other way round).

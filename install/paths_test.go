@@ -1,11 +1,8 @@
 package install
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -212,28 +209,5 @@ func TestDarwinBraveLeavesChromeFolderToChrome(t *testing.T) {
 	}
 	if _, err := os.Stat(chromeFile); err != nil {
 		t.Errorf("Chrome's manifest went with Brave's: %v", err)
-	}
-}
-
-// Cross-compiling catches a Windows- or macOS-only file that no longer builds, which
-// tests on Linux would never compile.
-func TestCrossCompile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-compiling takes a while; skipped with -short")
-	}
-	if _, err := os.Stat("../cmd/ferry/main.go"); err != nil {
-		t.Skip("cmd/ferry/main.go does not exist yet, so there is no ferry command to cross-compile")
-	}
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for _, target := range [][2]string{{"windows", "amd64"}, {"darwin", "arm64"}} {
-		t.Run(target[0], func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.CommandContext(context.Background(), gobin, "build", "-o", filepath.Join(t.TempDir(), "ferry"), "./cmd/ferry")
-			cmd.Dir = ".."
-			cmd.Env = append(os.Environ(), "GOOS="+target[0], "GOARCH="+target[1], "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("GOOS=%s GOARCH=%s go build ./cmd/ferry: %v\n%s", target[0], target[1], err, out)
-			}
-		})
 	}
 }

@@ -72,6 +72,25 @@ describe('manifest', () => {
     }
   });
 
+  it('is fit for the Chrome Web Store: icons of every size it asks for, name and description in four languages within its limits', () => {
+    // PNG width and height sit at bytes 16-23 of the IHDR chunk.
+    const size = (file) => { const b = readFileSync(join(root, file)); return [b.readUInt32BE(16), b.readUInt32BE(20)]; };
+    for (const px of ['16', '32', '48', '128']) {
+      assert.equal(manifest.icons[px], `icons/icon${px}.png`);
+      assert.deepEqual(size(manifest.icons[px]), [Number(px), Number(px)], manifest.icons[px]);
+    }
+    for (const [px, file] of Object.entries(manifest.action.default_icon)) assert.deepEqual(size(file), [Number(px), Number(px)], file);
+    assert.match(manifest.version, /^\d+(\.\d+){0,3}$/, 'Chrome takes only dotted integers as a version');
+    for (const locale of ['en', 'zh_CN', 'zh_TW', 'es']) {
+      const messages = JSON.parse(readFileSync(join(root, '_locales', locale, 'messages.json'), 'utf8'));
+      const name = messages[manifest.name.slice(6, -2)]?.message;
+      const description = messages[manifest.description.slice(6, -2)]?.message;
+      assert.ok(name && [...name].length <= 75, `${locale}: name within 75 characters`);
+      assert.ok(description && [...description].length <= 132, `${locale}: description within the store's 132 characters`);
+    }
+    assert.ok(existsSync(join(root, 'PRIVACY.md')), 'the store asks for a privacy statement: extension/PRIVACY.md');
+  });
+
   it('holds no private key material', () => {
     for (const file of files(root, '')) {
       assert.doesNotMatch(readFileSync(file, 'utf8'), /PRIVATE KEY/, relative(root, file));
