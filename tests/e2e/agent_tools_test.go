@@ -27,8 +27,9 @@ type atStep struct {
 }
 
 type atState struct {
-	tabID int
-	refs  map[string]string // tree line fragment → ref, from the snapshot
+	tabID   int
+	refs    map[string]string // tree line fragment → ref, from the snapshot
+	scrollY int               // where browser_info found the page scrolled to
 }
 
 // atRef finds the ref of the first snapshot line containing what.
@@ -127,10 +128,25 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 		{tool: "browser_select", args: byRef(`combobox "Size"`, `,"values":["Large"]`), check: want(`"selected":["l"]`)},
 		{tool: "browser_click", args: byRef(`button "Place order"`, ``), check: want(`"clicked":true`)},
 		// The click changed the page: its title says what the form held.
-		{tool: "browser_info", args: tab, check: want(`"title":"Placed Ada/l/Leave it at the door"`, `"ready_state":"complete"`)},
+		{tool: "browser_info", args: tab, check: func(st *atState, r json.RawMessage) error {
+			if err := want(`"title":"Placed Ada/l/Leave it at the door"`, `"ready_state":"complete"`)(st, r); err != nil {
+				return err
+			}
+			// Clicking scrolled the button into view, by however much the layout asked.
+			var info struct {
+				Scroll struct{ Y int } `json:"scroll"`
+			}
+			if err := json.Unmarshal(r, &info); err != nil {
+				return err
+			}
+			st.scrollY = info.Scroll.Y
+			return nil
+		}},
 		{tool: "browser_scroll", args: func(st *atState) (string, error) {
 			return fmt.Sprintf(`{"tab_id":%d,"pixels":400}`, st.tabID), nil
-		}, check: want(`"y":400`)},
+		}, check: func(st *atState, r json.RawMessage) error {
+			return want(fmt.Sprintf(`"y":%d`, st.scrollY+400))(st, r)
+		}},
 		{tool: "browser_console", args: tab, check: want(`agent form loaded`)},
 		{tool: "browser_network", args: tab, check: want(`/pixel.gif`, `"type":"img"`, `/agent_form.html`)},
 		{tool: "execute_script",
