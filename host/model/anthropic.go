@@ -17,28 +17,46 @@ type anthropicWire struct{}
 // of this version.
 const anthropicVersion = "2023-06-01"
 
-func (anthropicWire) endpoint(base string) string {
-	// People paste https://api.anthropic.com/v1 as often as the bare host.
+func (anthropicWire) endpoint(base string, _ Options) string {
+	// People paste https://api.anthropic.com/v1 (or …/v1/messages) as often as the
+	// bare host.
+	base = strings.TrimSuffix(base, "/messages")
 	return strings.TrimSuffix(base, "/v1") + "/v1/messages"
 }
 
-func (anthropicWire) setHeaders(h http.Header, key string) {
+func (anthropicWire) vendorHeaders(h http.Header, key string, _ Options) {
 	h.Set("anthropic-version", anthropicVersion)
 	if key != "" {
 		h.Set("x-api-key", key)
 	}
 }
 
-func (anthropicWire) errorOf(body []byte) (string, string) { return vendorError(body) }
+func (anthropicWire) adapt(o Options, s OptionSettings, e *Error) (Options, string, bool) {
+	// An Anthropic-compatible server that does not know cache_control.
+	if o.PromptCache && (s.PromptCache == "" || s.PromptCache == OptionAuto) && e.Status == http.StatusBadRequest &&
+		strings.Contains(e.Message, "cache_control") {
+		o.PromptCache = false
+		return o, "prompt cache off: the server refused cache_control (--prompt-cache off keeps it so)", true
+	}
+	return o, "", false
+}
 
 type anRequest struct {
 	Model     string      `json:"model"`
 	MaxTokens int         `json:"max_tokens"`
-	System    string      `json:"system,omitempty"`
+	System    []anBlock   `json:"system,omitempty"`
 	Messages  []anMessage `json:"messages"`
 	Tools     []anTool    `json:"tools,omitempty"`
 	Stream    bool        `json:"stream"`
 }
+
+// anCache marks a prompt-cache breakpoint: the prompt up to and including the block
+// is cached for five minutes, each hit renewing it.
+type anCache struct {
+	Type string `json:"type"` // ephemeral
+}
+
+var ephemeral = &anCache{Type: "ephemeral"}
 
 type anMessage struct {
 	Role    string    `json:"role"`
@@ -55,6 +73,12 @@ type anBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   []anBlock       `json:"content,omitempty"`
 	Source    *anSource       `json:"source,omitempty"`
+	// thinking and redacted_thinking blocks
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature string  `json:"signature,omitempty"`
+	Data      string  `json:"data,omitempty"`
+
+	CacheControl *anCache `json:"cache_control,omitempty"`
 }
 
 type anSource struct {
@@ -65,9 +89,10 @@ type anSource struct {
 }
 
 type anTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *anCache        `json:"cache_control,omitempty"`
 }
 
 func textBlock(s string) anBlock { return anBlock{Type: "text", Text: &s} }
@@ -91,10 +116,10 @@ func imageBlock(img string) (anBlock, error) {
 	return anBlock{}, fmt.Errorf("image %.40q… is neither a data: URL nor an http(s) URL", img)
 }
 
-func (anthropicWire) encode(c *client, req Request) ([]byte, error) {
-	r := anRequest{Model: c.info.Model, MaxTokens: c.maxTokens, System: req.System, Stream: true}
-	if req.MaxTokens > 0 {
-		r.MaxTokens = req.MaxTokens
+func (anthropicWire) encode(c *client, req Request, o Options) ([]byte, error) {
+	r := anRequest{Model: c.info.Model, MaxTokens: c.maxTokens(req), Stream: true}
+	if req.System != "" {
+		r.System = []anBlock{textBlock(req.System)}
 	}
 	// Anthropic wants user and assistant turns to alternate, every tool_use answered
 	// by a tool_result in the very next user message, and no empty content: so
@@ -134,6 +159,18 @@ func (anthropicWire) encode(c *client, req Request) ([]byte, error) {
 			add("user", blocks...)
 		case RoleAssistant:
 			var blocks []anBlock
+			// Thinking goes back first and unchanged, as the API requires of a
+			// turn whose thinking led to a tool call; thinking without its
+			// signature (another vendor's) cannot be sent.
+			if rs := m.Reasoning; rs != nil && rs.Signature != "" {
+				t := rs.Text
+				blocks = append(blocks, anBlock{Type: "thinking", Thinking: &t, Signature: rs.Signature})
+			}
+			if rs := m.Reasoning; rs != nil {
+				for _, d := range rs.Redacted {
+					blocks = append(blocks, anBlock{Type: "redacted_thinking", Data: d})
+				}
+			}
 			if strings.TrimSpace(m.Content) != "" {
 				blocks = append(blocks, textBlock(m.Content))
 			}
@@ -159,7 +196,48 @@ func (anthropicWire) encode(c *client, req Request) ([]byte, error) {
 	for _, t := range req.Tools {
 		r.Tools = append(r.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrEmpty(t.Parameters)})
 	}
+	if o.PromptCache {
+		markCache(&r)
+	}
 	return marshal(r)
+}
+
+// markCache sets the four breakpoints the API allows where the prompt of the next
+// turn will repeat this one's: after the tools, after the system prompt, after the
+// conversation as the previous request ended it, and after the whole conversation.
+// The next request then reads from the cache everything up to its previous
+// breakpoint, which this request wrote, however many blocks came between (the API
+// looks back only 20 blocks from a breakpoint for an earlier hit).
+func markCache(r *anRequest) {
+	if n := len(r.Tools); n > 0 {
+		r.Tools[n-1].CacheControl = ephemeral
+	}
+	if n := len(r.System); n > 0 {
+		r.System[n-1].CacheControl = ephemeral
+	}
+	last := len(r.Messages) - 1
+	mark := func(i int) {
+		if i < 0 {
+			return
+		}
+		blocks := r.Messages[i].Content
+		for j := len(blocks) - 1; j >= 0; j-- {
+			// Thinking blocks cannot carry a breakpoint.
+			if t := blocks[j].Type; t != "thinking" && t != "redacted_thinking" {
+				blocks[j].CacheControl = ephemeral
+				return
+			}
+		}
+	}
+	mark(last)
+	// The previous request ended with the user message before the latest
+	// assistant turn.
+	for i := last - 1; i > 0; i-- {
+		if r.Messages[i].Role == "assistant" {
+			mark(i - 1)
+			break
+		}
+	}
 }
 
 // toolInput is the call's arguments as the object Anthropic requires. Arguments the
@@ -180,14 +258,19 @@ type anEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
-		Text string `json:"text"`
+		Type      string `json:"type"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
 	} `json:"content_block"`
 	Delta struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
@@ -203,26 +286,46 @@ type anUsage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens int `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
 }
 
-// input counts every token of the prompt, cached or not: what fills the context.
-func (u anUsage) input() int {
-	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+// usage normalises Anthropic's counts: its input_tokens is only the uncached part
+// of the prompt, so the whole prompt is the sum of the three.
+func (u anUsage) usage() Usage {
+	out := Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+	if d := u.OutputTokensDetails; d != nil {
+		out.ReasoningTokens = d.ThinkingTokens
+	}
+	return out
+}
+
+// anMessageState is one message being assembled from its events.
+type anMessageState struct {
+	text      strings.Builder
+	thinking  strings.Builder
+	signature string
+	redacted  []string
+	calls     map[int]*ToolCall // by content block index
+	args      map[int]*strings.Builder
+	order     []int
+	stop      string
+	usage     Usage
+}
+
+func newAnMessage() *anMessageState {
+	return &anMessageState{calls: map[int]*ToolCall{}, args: map[int]*strings.Builder{}}
 }
 
 func (anthropicWire) decode(c *client, resp *http.Response, emit func(string)) (*Response, error) {
-	var (
-		out   Response
-		text  strings.Builder
-		calls = map[int]*ToolCall{} // by content block index
-		args  = map[int]*strings.Builder{}
-		order []int
-		stop  string
-	)
+	m := newAnMessage()
 	sse := newSSEReader(resp.Body)
 	for done := false; !done; {
 		ev, err := sse.Next()
 		if errors.Is(err, io.EOF) {
+			// Only message_stop says the answer is finished.
 			return nil, io.ErrUnexpectedEOF
 		}
 		if err != nil {
@@ -237,65 +340,101 @@ func (anthropicWire) decode(c *client, resp *http.Response, emit func(string)) (
 		}
 		switch e.Type {
 		case "message_start":
-			out.Usage.InputTokens = e.Message.Usage.input()
-			out.Usage.OutputTokens = e.Message.Usage.OutputTokens
+			// A second message_start is a proxy that retried upstream and spliced
+			// the new answer onto the broken one: the answer is the last message
+			// begun, and what came before it would repeat its tool calls.
+			m = newAnMessage()
+			m.usage = e.Message.Usage.usage()
 		case "content_block_start":
-			switch e.ContentBlock.Type {
+			switch b := e.ContentBlock; b.Type {
 			case "text":
-				text.WriteString(e.ContentBlock.Text)
-				emit(e.ContentBlock.Text)
-			case "tool_use":
-				calls[e.Index] = &ToolCall{ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}
-				args[e.Index] = &strings.Builder{}
-				order = append(order, e.Index)
+				m.text.WriteString(b.Text)
+				emit(b.Text)
+			case "tool_use", "server_tool_use":
+				if b.Type == "server_tool_use" {
+					break // run by the vendor; its result is in the answer
+				}
+				if _, dup := m.calls[e.Index]; !dup {
+					m.order = append(m.order, e.Index)
+				}
+				m.calls[e.Index] = &ToolCall{ID: b.ID, Name: b.Name}
+				m.args[e.Index] = &strings.Builder{}
+			case "thinking":
+				m.thinking.WriteString(b.Thinking)
+				if b.Signature != "" {
+					m.signature = b.Signature
+				}
+			case "redacted_thinking":
+				m.redacted = append(m.redacted, b.Data)
 			}
-			// thinking, redacted_thinking and server tools' blocks are not the answer.
 		case "content_block_delta":
 			switch e.Delta.Type {
 			case "text_delta":
-				text.WriteString(e.Delta.Text)
+				m.text.WriteString(e.Delta.Text)
 				emit(e.Delta.Text)
 			case "input_json_delta":
-				if b := args[e.Index]; b != nil {
+				if b := m.args[e.Index]; b != nil {
 					b.WriteString(e.Delta.PartialJSON)
 				}
+			case "thinking_delta":
+				m.thinking.WriteString(e.Delta.Thinking)
+			case "signature_delta":
+				m.signature = e.Delta.Signature
 			}
 		case "message_delta":
 			if e.Delta.StopReason != "" {
-				stop = e.Delta.StopReason
+				m.stop = e.Delta.StopReason
 			}
 			if e.Usage != nil {
-				// output_tokens here is the running total; input_tokens appears only
-				// in newer versions, and then is the final count.
-				out.Usage.OutputTokens = e.Usage.OutputTokens
-				if in := e.Usage.input(); in > 0 {
-					out.Usage.InputTokens = in
+				// output_tokens here is the running total; the input counts appear
+				// only in newer versions, and then are the final ones.
+				u := e.Usage.usage()
+				m.usage.OutputTokens = u.OutputTokens
+				if u.ReasoningTokens > 0 {
+					m.usage.ReasoningTokens = u.ReasoningTokens
+				}
+				if u.InputTokens > 0 {
+					m.usage.InputTokens, m.usage.CacheReadTokens, m.usage.CacheWriteTokens = u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens
 				}
 			}
 		case "message_stop":
 			done = true
 		case "error":
 			if e.Error == nil {
-				return nil, c.streamError("", "")
+				return nil, c.streamFailure(0, "", "")
 			}
-			return nil, c.streamError(e.Error.Type, e.Error.Message)
+			return nil, c.streamFailure(0, e.Error.Type, e.Error.Message)
 		}
 		// ping, content_block_stop and event types added later need nothing.
 	}
-	out.Text = text.String()
-	for _, i := range order {
-		tc := calls[i]
-		tc.Arguments = argsJSON(args[i].String())
+	out := &Response{Text: m.text.String(), Usage: m.usage}
+	if t := m.thinking.String(); t != "" || m.signature != "" || len(m.redacted) > 0 {
+		out.Reasoning = &Reasoning{Text: t, Signature: m.signature, Redacted: m.redacted}
+	}
+	seen := map[string]bool{}
+	for _, i := range m.order {
+		tc := m.calls[i]
+		if seen[tc.ID] {
+			continue // one call, one id: the API refuses a history that repeats one
+		}
+		seen[tc.ID] = true
+		tc.Arguments = argsJSON(m.args[i].String())
 		out.ToolCalls = append(out.ToolCalls, *tc)
 	}
-	switch stop {
-	case "end_turn", "stop_sequence", "":
+	switch m.stop {
+	case "end_turn", "stop_sequence":
 		out.StopReason = StopEndTurn
 		if len(out.ToolCalls) > 0 {
 			out.StopReason = StopToolUse
 		}
+	case "":
+		return nil, &Error{Provider: c.info.ID, Type: "incomplete", Retryable: true,
+			Message: "the stream ended (message_stop) without a stop_reason: the answer may be cut short",
+			Fix:     "try again; a proxy between Ferry and the vendor may be rewriting the stream"}
+	case "model_context_window_exceeded":
+		out.StopReason = StopMaxTokens
 	default:
-		out.StopReason = stop // tool_use, max_tokens, pause_turn, refusal…
+		out.StopReason = m.stop // tool_use, max_tokens, pause_turn, refusal…
 	}
-	return &out, nil
+	return out, nil
 }

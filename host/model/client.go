@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,12 +27,18 @@ const (
 // Kinds lists every kind.
 var Kinds = []string{KindOpenAI, KindAnthropic}
 
-// Stop reasons every provider maps its vendor's onto. Others a vendor may give
-// (content_filter, refusal, pause_turn…) pass through unchanged.
+// Stop reasons every provider maps its vendor's onto. A reason a vendor adds later
+// passes through unchanged.
 const (
 	StopEndTurn   = "end_turn"
 	StopToolUse   = "tool_use"
-	StopMaxTokens = "max_tokens"
+	StopMaxTokens = "max_tokens" // cut by the length limit (OpenAI's "length")
+	StopRefusal   = "refusal"    // the model refused (OpenAI's delta.refusal, Anthropic's stop_reason)
+	// StopContentFilter: the vendor's filter withheld or cut the answer.
+	StopContentFilter = "content_filter"
+	// StopPauseTurn: Anthropic paused a long turn of its server tools; sending the
+	// conversation back lets it go on.
+	StopPauseTurn = "pause_turn"
 )
 
 // DefaultContextWindow is the context window assumed for a kind when the
@@ -76,30 +83,48 @@ type Config struct {
 	HTTPClient  *http.Client
 	IdleTimeout time.Duration
 	Retry       *Retry // nil: DefaultRetry
+	// Options are the stored request options; auto ones are detected from the
+	// base URL and the model, and learnt from a vendor's refusal of one.
+	Options OptionSettings
 }
 
 // wire is what differs between the vendors' formats.
 type wire interface {
-	endpoint(base string) string
-	setHeaders(h http.Header, key string)
-	encode(c *client, req Request) ([]byte, error)
+	endpoint(base string, o Options) string
+	// vendorHeaders sets the vendor's own headers, and the key ("" for none)
+	// where the vendor looks for it.
+	vendorHeaders(h http.Header, key string, o Options)
+	encode(c *client, req Request, o Options) ([]byte, error)
 	// decode reads the response of a 200. It sends text to emit and returns the
-	// assembled answer.
+	// assembled answer once the vendor said the answer is finished; a stream that
+	// ends before that, or carries an error, is an error.
 	decode(c *client, resp *http.Response, emit func(string)) (*Response, error)
-	// errorOf reads a vendor error body: its type or code and its message.
-	errorOf(body []byte) (typ, msg string)
+	// adapt is the options to try again with when the vendor refused a request for
+	// an option that detection got wrong (only auto ones change), with what
+	// changed; ok false when the refusal is not about one.
+	adapt(o Options, s OptionSettings, e *Error) (next Options, change string, ok bool)
 }
 
 type client struct {
-	info      Info
-	key       string
-	keyEnv    string
-	maxTokens int
-	idle      time.Duration
-	url       string
-	hc        *http.Client
-	retry     Retry
-	wire      wire
+	info     Info
+	key      string
+	keyEnv   string
+	idle     time.Duration
+	hc       *http.Client
+	retry    Retry
+	wire     wire
+	settings OptionSettings
+
+	mu      sync.Mutex
+	opts    Options
+	learned []string // options changed after a vendor refused them
+}
+
+// options are the options in force.
+func (c *client) options() Options {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opts
 }
 
 // New makes a provider from a configuration, checking it first.
@@ -107,17 +132,21 @@ func New(cfg Config) (Provider, error) {
 	if err := ValidateConfig(cfg.ID, cfg.Kind, cfg.BaseURL, cfg.Model); err != nil {
 		return nil, err
 	}
+	if err := cfg.Options.Check(); err != nil {
+		return nil, err
+	}
 	c := &client{
 		info: Info{ID: cfg.ID, Kind: cfg.Kind, BaseURL: strings.TrimRight(cfg.BaseURL, "/"), Model: cfg.Model,
-			ContextWindow: cfg.ContextWindow, TextOnly: cfg.TextOnly},
-		key: cfg.APIKey, keyEnv: cfg.APIKeyEnv, maxTokens: cfg.MaxTokens, idle: cfg.IdleTimeout,
-		hc: cfg.HTTPClient, retry: DefaultRetry,
+			ContextWindow: cfg.ContextWindow, TextOnly: cfg.TextOnly, MaxTokens: cfg.MaxTokens},
+		key: cfg.APIKey, keyEnv: cfg.APIKeyEnv, idle: cfg.IdleTimeout,
+		hc: cfg.HTTPClient, retry: DefaultRetry, settings: cfg.Options,
 	}
+	c.opts = DetectOptions(cfg.Kind, c.info.BaseURL, cfg.Model, cfg.Options)
 	if c.info.ContextWindow <= 0 {
 		c.info.ContextWindow = DefaultContextWindow(cfg.Kind)
 	}
-	if c.maxTokens <= 0 {
-		c.maxTokens = DefaultMaxTokens(cfg.Kind)
+	if c.info.MaxTokens <= 0 {
+		c.info.MaxTokens = DefaultMaxTokens(cfg.Kind)
 	}
 	if c.idle == 0 {
 		c.idle = DefaultIdleTimeout
@@ -133,8 +162,15 @@ func New(cfg Config) (Provider, error) {
 	} else {
 		c.wire = openaiWire{}
 	}
-	c.url = c.wire.endpoint(c.info.BaseURL)
 	return c, nil
+}
+
+// maxTokens is the length to ask for: the request's, else the provider's.
+func (c *client) maxTokens(req Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return c.info.MaxTokens
 }
 
 var (
@@ -200,19 +236,49 @@ func validID(id string) bool {
 	return true
 }
 
-func (c *client) Info() Info { return c.info }
+func (c *client) Info() Info {
+	i := c.info
+	i.Options = c.options()
+	return i
+}
+
+// Learned lists the options changed since the provider was opened because the
+// vendor refused them, each with why.
+func (c *client) Learned() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.learned...)
+}
 
 func (c *client) Stream(ctx context.Context, req Request, onDelta func(Delta), onAttempt func(Attempt)) (*Response, error) {
 	if c.info.TextOnly {
 		req.Messages = WithoutImages(req.Messages)
 	}
-	body, err := c.wire.encode(c, req)
-	if err != nil {
-		return nil, &Error{Provider: c.info.ID, Message: "encoding the request: " + err.Error(), Err: err}
+	for adapted := 0; ; adapted++ {
+		o := c.options()
+		body, err := c.wire.encode(c, req, o)
+		if err != nil {
+			return nil, &Error{Provider: c.info.ID, Message: "encoding the request: " + err.Error(), Err: err}
+		}
+		url := c.wire.endpoint(c.info.BaseURL, o)
+		resp, err := c.do(ctx, onAttempt, func(ctx context.Context) (*Response, bool, error) {
+			return c.try(ctx, url, body, o, onDelta)
+		})
+		var me *Error
+		if err == nil || adapted >= 3 || !errors.As(err, &me) || me.Retryable {
+			return resp, err
+		}
+		next, change, ok := c.wire.adapt(o, c.settings, me)
+		if !ok {
+			return nil, err
+		}
+		// The refused request made no answer: the same call goes again with the
+		// option the vendor wants, and the provider keeps it from now on.
+		c.mu.Lock()
+		c.opts = next
+		c.learned = append(c.learned, change)
+		c.mu.Unlock()
 	}
-	return c.do(ctx, onAttempt, func(ctx context.Context) (*Response, bool, error) {
-		return c.try(ctx, body, onDelta)
-	})
 }
 
 // WithoutImages returns msgs with no message carrying images (a copy only when one
@@ -234,38 +300,45 @@ func WithoutImages(msgs []Message) []Message {
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
-func (c *client) try(parent context.Context, body []byte, onDelta func(Delta)) (_ *Response, emitted bool, _ error) {
+// headers are every request's headers, the key's included: the one place they are
+// set.
+func (c *client) headers(h http.Header, o Options) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "text/event-stream")
+	h.Set("User-Agent", "ferry/"+buildinfo.Version)
+	c.wire.vendorHeaders(h, c.key, o)
+}
+
+func (c *client) try(parent context.Context, url string, body []byte, o Options, onDelta func(Delta)) (_ *Response, emitted bool, _ error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, false, &Error{Provider: c.info.ID, Message: err.Error(), Err: err}
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	hreq.Header.Set("User-Agent", "ferry/"+buildinfo.Version)
-	c.wire.setHeaders(hreq.Header, c.key)
+	c.headers(hreq.Header, o)
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		if parent.Err() != nil {
 			return nil, false, parent.Err()
 		}
-		return nil, false, &Error{Provider: c.info.ID, Message: fmt.Sprintf("cannot reach %s: %v", c.url, unwrapURLError(err)),
+		return nil, false, &Error{Provider: c.info.ID, Message: fmt.Sprintf("cannot reach %s: %v", url, unwrapURLError(err)),
 			Fix: "check that the server is running and that the base URL is right", Retryable: true, Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		typ, msg := c.wire.errorOf(b)
-		if msg == "" {
-			msg = strings.TrimSpace(string(b))
-			if len(msg) > 500 || msg == "" || strings.HasPrefix(msg, "<") {
-				msg = http.StatusText(resp.StatusCode)
+		ve := parseVendorError(b)
+		if ve.msg == "" {
+			ve.msg = strings.TrimSpace(string(b))
+			if len(ve.msg) > 500 || ve.msg == "" || strings.HasPrefix(ve.msg, "<") {
+				ve.msg = http.StatusText(resp.StatusCode)
 			}
 		}
-		return nil, false, &Error{Provider: c.info.ID, Status: resp.StatusCode, Type: typ, Message: msg,
-			Fix: fixFor(resp.StatusCode, c), Retryable: retryableStatus(resp.StatusCode),
-			RetryAfter: parseRetryAfter(resp.Header, time.Now())}
+		return nil, false, c.failure(resp.StatusCode, ve.typ, ve.msg, parseRetryAfter(resp.Header, time.Now()))
+	}
+	if err := c.checkBody(resp); err != nil {
+		return nil, false, err
 	}
 	if c.idle > 0 {
 		// Every read that returns resets the watchdog; silence past the limit
@@ -284,6 +357,9 @@ func (c *client) try(parent context.Context, body []byte, onDelta func(Delta)) (
 		}
 	}
 	out, err := c.wire.decode(c, resp, emit)
+	if err == nil {
+		err = c.checkAnswer(out)
+	}
 	if err != nil {
 		if parent.Err() != nil {
 			return nil, emitted, parent.Err()
@@ -344,60 +420,107 @@ func isJSON(resp *http.Response) bool {
 	return mt == "application/json"
 }
 
-// streamError is a vendor error that arrived inside a 200 stream.
-func (c *client) streamError(typ, msg string) *Error {
-	retry := false
-	switch typ {
-	case "overloaded_error", "api_error", "rate_limit_error", "server_error", "timeout_error":
-		retry = true
+// checkBody refuses a 200 that is neither an event stream nor JSON: a captive portal's
+// or a proxy's page, which would otherwise read as an empty stream.
+func (c *client) checkBody(resp *http.Response) error {
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if ct == "" || mt == "text/event-stream" || mt == "application/json" || mt == "application/x-ndjson" {
+		return nil
 	}
-	if msg == "" {
-		msg = "the vendor reported an error in the middle of the answer"
-	}
-	return &Error{Provider: c.info.ID, Type: typ, Message: msg, Retryable: retry,
-		Fix: "the vendor failed while answering; try again (it retries by itself when nothing was shown yet)"}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	return &Error{Provider: c.info.ID, Status: resp.StatusCode, Type: "not_an_answer",
+		Message: fmt.Sprintf("the server answered 200 with %s, not an event stream: %.200q", mt, strings.TrimSpace(string(b))),
+		Fix:     "the base URL reaches something other than the model API (a login page, a proxy, a web server): check it and any proxy in between"}
 }
 
-// vendorError reads the error shapes seen in the wild: OpenAI's and Anthropic's
-// {"error": {"type"|"code", "message"}}, Ollama's {"error": "…"}, and
+// checkAnswer refuses an answer that finished with nothing in it: no text, no tool
+// call, no refusal. Shown as completed, it would look like the model had nothing to
+// say when the server failed without saying so; a new try usually answers.
+func (c *client) checkAnswer(r *Response) error {
+	if strings.TrimSpace(r.Text) != "" || len(r.ToolCalls) > 0 || r.Refusal != "" {
+		return nil
+	}
+	switch r.StopReason {
+	case StopEndTurn, StopToolUse:
+		msg := "the model finished with an empty answer (no text, no tool call)"
+		if r.Usage.OutputTokens > 0 {
+			msg += fmt.Sprintf(" after %d output tokens", r.Usage.OutputTokens)
+		}
+		return &Error{Provider: c.info.ID, Type: "empty_answer", Message: msg, Retryable: true,
+			Fix: "try again; if it keeps happening, the server may be dropping the answer (a template or parser problem on local servers) or the model may need a larger --max-tokens"}
+	}
+	return nil
+}
+
+// vendorErr is an error body, read from any of the shapes servers use.
+type vendorErr struct {
+	code int // a numeric code or status the body carries (vLLM, llama.cpp, Azure), 0 when none
+	typ  string
+	msg  string
+}
+
+// parseVendorError reads the error shapes seen in the wild: OpenAI's and Anthropic's
+// {"error": {"type"|"code", "message"}}, Ollama's {"error": "…"}, vLLM's and
+// Mistral's bare {"object": "error", "message", "type", "code"} (Mistral's message
+// may be a validation object), llama.cpp's {"code", "message", "type"}, and
 // {"message"} or {"detail"} from other servers.
-func vendorError(body []byte) (typ, msg string) {
+func parseVendorError(body []byte) vendorErr {
 	var v struct {
 		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
+		Message json.RawMessage `json:"message"`
 		Detail  json.RawMessage `json:"detail"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(body, &v) != nil {
-		return "", ""
+		return vendorErr{}
 	}
-	if len(v.Error) > 0 {
+	if len(v.Error) > 0 && string(v.Error) != "null" {
 		var s string
 		if json.Unmarshal(v.Error, &s) == nil {
-			return "", s
+			return vendorErr{msg: s}
 		}
-		var e struct {
-			Type    string          `json:"type"`
-			Code    json.RawMessage `json:"code"`
-			Message string          `json:"message"`
-		}
-		if json.Unmarshal(v.Error, &e) == nil {
-			typ = e.Type
-			var code string
-			if json.Unmarshal(e.Code, &code) == nil && code != "" {
-				typ = code
-			}
-			return typ, e.Message
+		if inner := parseVendorError(v.Error); inner.msg != "" || inner.typ != "" {
+			return inner
 		}
 	}
-	if v.Message != "" {
-		return "", v.Message
+	e := vendorErr{typ: v.Type, msg: flatText(v.Message)}
+	if e.msg == "" {
+		e.msg = flatText(v.Detail)
 	}
-	if len(v.Detail) > 0 {
-		var s string
-		if json.Unmarshal(v.Detail, &s) == nil {
-			return "", s
+	var code string
+	var n int
+	switch {
+	case json.Unmarshal(v.Code, &n) == nil:
+		e.code = n
+	case json.Unmarshal(v.Code, &code) == nil && code != "":
+		if num, err := strconv.Atoi(code); err == nil {
+			e.code = num
+		} else {
+			e.typ = code // OpenAI's code (insufficient_quota…) says more than its type
 		}
-		return "", string(v.Detail)
 	}
-	return "", ""
+	return e
+}
+
+// flatText is a message that may be a string, or an object or list (a validation
+// error's detail), as one line.
+func flatText(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	out := b.String()
+	if len(out) > 500 {
+		out = out[:500] + "…"
+	}
+	return out
 }

@@ -29,6 +29,26 @@ type Message struct {
 	// Images (data URLs) attached to a user or tool message, for tools such as a
 	// screenshot that the model must see.
 	Images []string `json:"images,omitempty"`
+	// Reasoning is what the model thought before an assistant turn. It is never the
+	// answer; it is kept with its turn because some vendors require it back
+	// (DeepSeek's thinking mode refuses a history whose tool-calling turns lack it;
+	// Anthropic checks the signature of thinking that preceded a tool call).
+	Reasoning *Reasoning `json:"reasoning,omitempty"`
+}
+
+// Reasoning is a turn's thinking as its vendor gave it.
+type Reasoning struct {
+	Text string `json:"text,omitempty"`
+	// Signature is Anthropic's proof that Text is the model's own thinking.
+	Signature string `json:"signature,omitempty"`
+	// Redacted holds Anthropic's encrypted redacted_thinking blocks, sent back as
+	// they came.
+	Redacted []string `json:"redacted,omitempty"`
+}
+
+// Empty reports whether there is nothing to keep.
+func (r *Reasoning) Empty() bool {
+	return r == nil || (r.Text == "" && r.Signature == "" && len(r.Redacted) == 0)
 }
 
 // ToolCall is one call the model asked for. Arguments is the JSON text as the model
@@ -54,18 +74,41 @@ type Request struct {
 	MaxTokens int        `json:"max_tokens,omitempty"`
 }
 
-// Usage is the token count a vendor reported.
+// Usage is the token count a vendor reported, normalised so that every vendor's
+// figures mean the same: InputTokens is the whole prompt, cached parts included
+// (what filled the context); CacheReadTokens and CacheWriteTokens are the parts of
+// it read from or written to the vendor's prompt cache, billed at other rates;
+// OutputTokens is every generated token, ReasoningTokens (the thinking) included.
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
 }
 
-// Response is the whole answer of one call once the stream has ended.
+// Add sums two counts.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens + o.ReasoningTokens}
+}
+
+// FullPriceInput is the prompt tokens billed at the full input price: neither read
+// from the cache nor written to it.
+func (u Usage) FullPriceInput() int { return u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens }
+
+// Response is the whole answer of one call once the vendor said it finished.
 type Response struct {
-	Text       string     `json:"text"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	StopReason string     `json:"stop_reason"` // "end_turn", "tool_use", "max_tokens", …
-	Usage      Usage      `json:"usage"`
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// StopReason is one of the Stop* constants: why the vendor ended the answer.
+	StopReason string     `json:"stop_reason"`
+	Reasoning  *Reasoning `json:"reasoning,omitempty"`
+	// Refusal is the model's refusal text, when it refused (StopRefusal); OpenAI
+	// sends it apart from the content, Anthropic as the content itself.
+	Refusal string `json:"refusal,omitempty"`
+	Usage   Usage  `json:"usage"`
 }
 
 // Delta is one piece of a streamed answer, delivered as it arrives.
@@ -102,4 +145,9 @@ type Info struct {
 	// TextOnly: the model takes no images. Images are left out of its requests,
 	// and the agent loop tells it so in the tool result instead.
 	TextOnly bool `json:"text_only,omitempty"`
+	// MaxTokens is the answer length asked for when a request names none (0: the
+	// server chooses).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Options are the request options in force, detected or set.
+	Options Options `json:"options"`
 }

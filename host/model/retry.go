@@ -116,39 +116,133 @@ func parseRetryAfter(h http.Header, now time.Time) time.Duration {
 	return 0
 }
 
-// retryableStatus: 408 and 409 (Anthropic and OpenAI ask for retries on both), 429,
-// and every 5xx, Anthropic's 529 "overloaded" included.
-func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusConflict || code == http.StatusTooManyRequests || code >= 500
+// failure is one row of the table that decides what a failed call means: whether a
+// later try can succeed, and what the person can do. Rows are tried in order; the
+// first that matches wins.
+type failure struct {
+	name  string
+	match func(status int, typ, msg string) bool
+	retry bool
+	fix   func(c *client) string
 }
 
-// fixFor says what a user can do about a failed status.
-func fixFor(status int, p *client) string {
-	switch status {
-	case http.StatusUnauthorized:
-		how := fmt.Sprintf("store the key with `ferry provider add %s … --api-key-stdin`", p.info.ID)
-		if p.keyEnv != "" {
-			how += fmt.Sprintf(" or set the environment variable %s for the host", p.keyEnv)
+func anyOf(typ string, types ...string) bool {
+	for _, t := range types {
+		if strings.EqualFold(typ, t) {
+			return true
 		}
-		if p.key == "" {
+	}
+	return false
+}
+
+func mentions(msg string, phrases ...string) bool {
+	m := strings.ToLower(msg)
+	for _, p := range phrases {
+		if strings.Contains(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// failures is the one table of the retry decision. Quota, auth and bad requests
+// are never retried: the same request fails the same way, and retrying only makes
+// the person wait for the error (a spent quota comes as a 429, like a rate limit).
+var failures = []failure{
+	{"quota", func(status int, typ, msg string) bool {
+		return status == http.StatusPaymentRequired ||
+			anyOf(typ, "insufficient_quota", "billing_hard_limit_reached", "billing_not_active", "access_terminated", "insufficient_balance", "quota_exceeded") ||
+			mentions(msg, "exceeded your current quota", "credit balance is too low", "insufficient balance", "insufficient_quota")
+	}, false, func(c *client) string {
+		return "the account is out of credit or quota: add credit or raise the quota in the vendor's billing settings, or use another provider (`ferry run --provider ID`)"
+	}},
+	{"auth", func(status int, typ, _ string) bool {
+		return status == http.StatusUnauthorized || anyOf(typ, "authentication_error", "invalid_api_key")
+	}, false, func(c *client) string {
+		how := fmt.Sprintf("store the key with `ferry provider add %s … --api-key-stdin`", c.info.ID)
+		if c.keyEnv != "" {
+			how += fmt.Sprintf(" or set the environment variable %s for the host", c.keyEnv)
+		}
+		if c.key == "" {
 			return "no API key is set for this provider: " + how
 		}
 		return "the API key was refused (wrong, revoked or for another vendor): " + how
-	case http.StatusForbidden:
-		return "the key is valid but may not use this model or endpoint: check the account's permissions, region and billing, or choose another model with `ferry provider add " + p.info.ID + " … --model NAME`"
-	case http.StatusNotFound:
-		return fmt.Sprintf("check the base URL (%s, which should end where the API's paths start, e.g. …/v1 for OpenAI-compatible servers) and the model name (%s)", p.info.BaseURL, p.info.Model)
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return "the vendor refused the request as sent; its message above says which part"
-	case http.StatusTooManyRequests:
-		return "rate limited or out of quota: wait, raise the account's limits, or use another provider"
-	case http.StatusRequestEntityTooLarge:
-		return "the request is too large for this model: shorten the conversation or use a model with a larger context window"
-	}
-	if status >= 500 {
+	}},
+	{"permission", func(status int, typ, _ string) bool {
+		return status == http.StatusForbidden || anyOf(typ, "permission_error", "permission_denied")
+	}, false, func(c *client) string {
+		return "the key is valid but may not use this model or endpoint: check the account's permissions, region and billing, or choose another model with `ferry provider add " + c.info.ID + " … --model NAME`"
+	}},
+	{"not found", func(status int, typ, _ string) bool {
+		return status == http.StatusNotFound || anyOf(typ, "not_found_error", "model_not_found", "NotFoundError", "DeploymentNotFound")
+	}, false, func(c *client) string {
+		return fmt.Sprintf("check the base URL (%s, which should end where the API's paths start, e.g. …/v1 for OpenAI-compatible servers, …/openai/deployments/NAME with --api-version for classic Azure) and the model name (%s)", c.info.BaseURL, c.info.Model)
+	}},
+	{"too large", func(status int, typ, msg string) bool {
+		return status == http.StatusRequestEntityTooLarge || anyOf(typ, "request_too_large", "context_length_exceeded") ||
+			mentions(msg, "maximum context length", "prompt is too long", "context window")
+	}, false, func(c *client) string {
+		return "the request is too large for this model: shorten the conversation, or set the model's real window with `ferry provider add " + c.info.ID + " --context-window N` so that Ferry compacts in time"
+	}},
+	{"bad request", func(status int, typ, _ string) bool {
+		return status == http.StatusBadRequest || status == http.StatusUnprocessableEntity ||
+			anyOf(typ, "invalid_request_error", "BadRequestError", "extra_forbidden", "unsupported_parameter", "invalid_request")
+	}, false, func(c *client) string {
+		return "the vendor refused the request as sent; its message above says which part (`ferry provider add " + c.info.ID + " --help` lists the request options that can be set)"
+	}},
+	{"rate limit", func(status int, typ, _ string) bool {
+		return status == http.StatusTooManyRequests || anyOf(typ, "rate_limit_error", "rate_limit_exceeded", "requests", "tokens", "RateLimitError")
+	}, true, func(c *client) string {
+		return "rate limited: wait a little, raise the account's limits, or use another provider"
+	}},
+	{"overloaded", func(status int, typ, _ string) bool {
+		return status == 529 || status == http.StatusServiceUnavailable || anyOf(typ, "overloaded_error", "overloaded", "ServiceUnavailableError")
+	}, true, func(c *client) string {
+		return "the vendor is overloaded; it is usually brief: try again shortly"
+	}},
+	{"server", func(status int, typ, _ string) bool {
+		return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict ||
+			anyOf(typ, "api_error", "server_error", "timeout_error", "internal_error", "InternalServerError", "internal_server_error")
+	}, true, func(c *client) string {
 		return "the vendor's server failed; it is usually temporary: try again later"
+	}},
+}
+
+// classify finds a failure's row; nil when no row matches.
+func classify(status int, typ, msg string) *failure {
+	for i := range failures {
+		if failures[i].match(status, typ, msg) {
+			return &failures[i]
+		}
 	}
-	return ""
+	return nil
+}
+
+// failure is the error of a failed HTTP status.
+func (c *client) failure(status int, typ, msg string, retryAfter time.Duration) *Error {
+	e := &Error{Provider: c.info.ID, Status: status, Type: typ, Message: msg, RetryAfter: retryAfter}
+	if f := classify(status, typ, msg); f != nil {
+		e.Retryable, e.Fix = f.retry, f.fix(c)
+	}
+	return e
+}
+
+// streamFailure is an error the vendor reported inside a 200 stream, in any of the
+// shapes servers use; code is the HTTP-like number some put in it (vLLM, llama.cpp),
+// 0 when none.
+func (c *client) streamFailure(code int, typ, msg string) *Error {
+	if msg == "" {
+		msg = "the vendor reported an error in the middle of the answer"
+	}
+	e := &Error{Provider: c.info.ID, Type: typ, Message: msg,
+		Fix: "the vendor failed while answering; try again (Ferry retries by itself when nothing was shown yet)"}
+	if f := classify(code, typ, msg); f != nil {
+		e.Retryable = f.retry
+		if !f.retry {
+			e.Fix = f.fix(c)
+		}
+	}
+	return e
 }
 
 // do runs try until it succeeds, fails for good, or the tries run out. try reports

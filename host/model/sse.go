@@ -9,10 +9,14 @@ import (
 )
 
 // sseEvent is one server-sent event: its type (the "event:" field, "" when absent)
-// and its data lines joined by "\n".
+// and its data lines joined by "\n". Error holds the lines of an "error:" field,
+// which is no field of the standard but is how llama.cpp's server reports a failure
+// in the middle of a stream: a reader that drops unknown fields, as the standard
+// says, would take the failed answer for a finished one.
 type sseEvent struct {
 	Event string
 	Data  []byte
+	Error []byte
 }
 
 // maxSSELine bounds one line. A vendor's chunk is a few hundred bytes; this only stops
@@ -30,6 +34,8 @@ type sseReader struct {
 	event   []byte
 	data    []byte
 	hasData bool
+	errData []byte
+	hasErr  bool
 }
 
 func newSSEReader(r io.Reader) *sseReader {
@@ -83,13 +89,13 @@ func (s *sseReader) Next() (sseEvent, error) {
 	for {
 		line, err := s.readLine()
 		if err != nil {
-			if errors.Is(err, io.EOF) && s.hasData {
+			if errors.Is(err, io.EOF) && (s.hasData || s.hasErr) {
 				return s.dispatch(), nil
 			}
 			return sseEvent{}, err
 		}
 		if len(line) == 0 {
-			if s.hasData {
+			if s.hasData || s.hasErr {
 				return s.dispatch(), nil
 			}
 			s.event = s.event[:0]
@@ -109,12 +115,22 @@ func (s *sseReader) Next() (sseEvent, error) {
 			}
 			s.data = append(s.data, value...)
 			s.hasData = true
+		case "error":
+			if s.hasErr {
+				s.errData = append(s.errData, '\n')
+			}
+			s.errData = append(s.errData, value...)
+			s.hasErr = true
 		}
 	}
 }
 
 func (s *sseReader) dispatch() sseEvent {
 	ev := sseEvent{Event: string(s.event), Data: bytes.Clone(s.data)}
+	if s.hasErr {
+		ev.Error = bytes.Clone(s.errData)
+	}
 	s.event, s.data, s.hasData = s.event[:0], s.data[:0], false
+	s.errData, s.hasErr = s.errData[:0], false
 	return ev
 }

@@ -35,7 +35,7 @@ func TestSSE(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []sseEvent{{"a", []byte("one\ntwo")}, {"", []byte(`{"x":1}`)}, {"b", []byte("cr only")}, {"", []byte("last without blank line")}}
+		want := []sseEvent{{Event: "a", Data: []byte("one\ntwo")}, {Data: []byte(`{"x":1}`)}, {Event: "b", Data: []byte("cr only")}, {Data: []byte("last without blank line")}}
 		if len(evs) != len(want) {
 			t.Fatalf("%q", evs)
 		}
@@ -44,6 +44,19 @@ func TestSSE(t *testing.T) {
 				t.Fatalf("event %d: %q, want %q", i, evs[i], want[i])
 			}
 		}
+	}
+}
+
+// TestSSEErrorField: llama.cpp's server reports a failure mid-stream in an
+// "error:" field, which must reach the decoder as an event of its own.
+func TestSSEErrorField(t *testing.T) {
+	in := "data: {\"a\":1}\n\nerror: {\"code\":500,\"message\":\"boom\"}\n\ndata: [DONE]\n\n"
+	evs, err := readAll(t, iotest.OneByteReader(strings.NewReader(in)))
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("%q %v", evs, err)
+	}
+	if string(evs[1].Error) != `{"code":500,"message":"boom"}` || len(evs[1].Data) != 0 || evs[0].Error != nil || evs[2].Error != nil {
+		t.Fatalf("%q", evs)
 	}
 }
 
