@@ -49,6 +49,9 @@ type StoredMessage struct {
 	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 	ToolCallID string          `json:"tool_call_id,omitempty"`
 	Images     []string        `json:"images,omitempty"`
+	// Reasoning is an assistant turn's thinking as JSON, kept for the vendors
+	// that require it back.
+	Reasoning json.RawMessage `json:"reasoning,omitempty"`
 	SummaryOf  int64           `json:"summary_of,omitempty"`
 	RunID      string          `json:"run_id,omitempty"`
 	CreatedAt  time.Time       `json:"created_at"`
@@ -167,10 +170,10 @@ func (db *DB) AppendMessage(ctx context.Context, conversationID string, m Stored
 	// conversation's updated_at moves with it.
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
 		now := db.stamp()
-		err := tx.QueryRowContext(ctx, `INSERT INTO messages(conversation_id, ordinal, role, content, tool_calls, tool_call_id, images, summary_of, run_id, created_at)
-			VALUES (?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM messages WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)
+		err := tx.QueryRowContext(ctx, `INSERT INTO messages(conversation_id, ordinal, role, content, tool_calls, tool_call_id, images, summary_of, run_id, created_at, reasoning)
+			VALUES (?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM messages WHERE conversation_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			RETURNING ordinal`,
-			conversationID, conversationID, m.Role, m.Content, string(m.ToolCalls), m.ToolCallID, images, m.SummaryOf, m.RunID, now).Scan(&ordinal)
+			conversationID, conversationID, m.Role, m.Content, string(m.ToolCalls), m.ToolCallID, images, m.SummaryOf, m.RunID, now, string(m.Reasoning)).Scan(&ordinal)
 		if err != nil {
 			return err
 		}
@@ -188,7 +191,7 @@ func (db *DB) AppendMessage(ctx context.Context, conversationID string, m Stored
 
 // Messages returns every message of a conversation in order, summaries included.
 func (db *DB) Messages(ctx context.Context, conversationID string) ([]StoredMessage, error) {
-	rows, err := db.sql.QueryContext(ctx, `SELECT ordinal, role, content, tool_calls, tool_call_id, images, summary_of, run_id, created_at
+	rows, err := db.sql.QueryContext(ctx, `SELECT ordinal, role, content, tool_calls, tool_call_id, images, summary_of, run_id, created_at, reasoning
 		FROM messages WHERE conversation_id = ? ORDER BY ordinal`, conversationID)
 	if err != nil {
 		return nil, fmt.Errorf("reading messages: %w", err)
@@ -197,9 +200,12 @@ func (db *DB) Messages(ctx context.Context, conversationID string) ([]StoredMess
 	out := []StoredMessage{}
 	for rows.Next() {
 		var m StoredMessage
-		var calls, images, created string
-		if err := rows.Scan(&m.Ordinal, &m.Role, &m.Content, &calls, &m.ToolCallID, &images, &m.SummaryOf, &m.RunID, &created); err != nil {
+		var calls, images, created, reasoning string
+		if err := rows.Scan(&m.Ordinal, &m.Role, &m.Content, &calls, &m.ToolCallID, &images, &m.SummaryOf, &m.RunID, &created, &reasoning); err != nil {
 			return nil, err
+		}
+		if reasoning != "" {
+			m.Reasoning = json.RawMessage(reasoning)
 		}
 		if calls != "" {
 			m.ToolCalls = json.RawMessage(calls)

@@ -28,7 +28,8 @@ func TestConversationsAndRuns(t *testing.T) {
 	if err != nil || ord != 1 {
 		t.Fatalf("append: %d %v", ord, err)
 	}
-	db.AppendMessage(ctx, "a", StoredMessage{Role: RoleAssistant, ToolCalls: json.RawMessage(`[{"id":"1","name":"x","arguments":{}}]`)})
+	db.AppendMessage(ctx, "a", StoredMessage{Role: RoleAssistant, ToolCalls: json.RawMessage(`[{"id":"1","name":"x","arguments":{}}]`),
+		Reasoning: json.RawMessage(`{"text":"think"}`)})
 	db.AppendMessage(ctx, "a", StoredMessage{Role: RoleTool, ToolCallID: "1", Content: `{"success":true}`})
 	if _, err := db.AppendMessage(ctx, "nope", StoredMessage{Role: RoleUser, Content: "x"}); !errors.Is(err, ErrConversationNotFound) {
 		t.Fatalf("append to a missing conversation: %v", err)
@@ -37,7 +38,8 @@ func TestConversationsAndRuns(t *testing.T) {
 		t.Fatal("a bad role was stored")
 	}
 	msgs, _ := db.Messages(ctx, "a")
-	if len(msgs) != 3 || msgs[0].Images[0] != "data:image/png;base64,AA==" || string(msgs[1].ToolCalls) == "" || msgs[2].ToolCallID != "1" {
+	if len(msgs) != 3 || msgs[0].Images[0] != "data:image/png;base64,AA==" || string(msgs[1].ToolCalls) == "" || msgs[2].ToolCallID != "1" ||
+		string(msgs[1].Reasoning) != `{"text":"think"}` || msgs[0].Reasoning != nil {
 		t.Fatalf("messages %+v", msgs)
 	}
 	// Appending moved "a" to the top of the list.
@@ -60,26 +62,28 @@ func TestConversationsAndRuns(t *testing.T) {
 	if c, _ := db.GetConversation(ctx, "a"); c.Status != ConversationRunning {
 		t.Fatalf("conversation during a run: %s", c.Status)
 	}
-	id, err := db.AddModelCall(ctx, ModelCall{RunID: "r1", ProviderID: "p", Model: "m", Request: json.RawMessage(`{"messages":[]}`), InputTokens: 3})
+	id, err := db.AddModelCall(ctx, ModelCall{RunID: "r1", ProviderID: "p", Model: "m", Request: json.RawMessage(`{"messages":[]}`), InputTokens: 3,
+		CacheReadTokens: 2, StopReason: "end_turn"})
 	if err != nil || id == 0 {
 		t.Fatal(err)
 	}
 	db.AddModelCall(ctx, ModelCall{RunID: "r1", ProviderID: "p", Model: "m", Request: json.RawMessage(`{}`), Error: "boom"})
 	calls, _ := db.ModelCalls(ctx, "r1")
-	if len(calls) != 2 || calls[0].Ordinal != 1 || calls[1].Ordinal != 2 || calls[1].Error != "boom" || string(calls[0].Attempts) != "[]" {
+	if len(calls) != 2 || calls[0].Ordinal != 1 || calls[1].Ordinal != 2 || calls[1].Error != "boom" || string(calls[0].Attempts) != "[]" ||
+		calls[0].CacheReadTokens != 2 || calls[0].StopReason != "end_turn" {
 		t.Fatalf("model calls %+v", calls)
 	}
-	if err := db.FinishRun(ctx, "r1", RunCompleted, "", 10, 5, 2); err != nil {
+	if err := db.FinishRun(ctx, "r1", RunCompleted, "", Tokens{Input: 10, Output: 5, CacheRead: 4}, 2); err != nil {
 		t.Fatal(err)
 	}
 	r, _ := db.GetRun(ctx, "r1")
-	if r.Status != RunCompleted || r.InputTokens != 10 || r.ToolCalls != 2 || r.FinishedAt.IsZero() {
+	if r.Status != RunCompleted || r.InputTokens != 10 || r.CacheReadTokens != 4 || r.ToolCalls != 2 || r.FinishedAt.IsZero() {
 		t.Fatalf("run %+v", r)
 	}
 	if c, _ := db.GetConversation(ctx, "a"); c.Status != ConversationIdle {
 		t.Fatalf("conversation after the run: %s", c.Status)
 	}
-	if err := db.FinishRun(ctx, "zz", RunFailed, "", 0, 0, 0); !errors.Is(err, ErrRunNotFound) {
+	if err := db.FinishRun(ctx, "zz", RunFailed, "", Tokens{}, 0); !errors.Is(err, ErrRunNotFound) {
 		t.Fatalf("finish missing: %v", err)
 	}
 

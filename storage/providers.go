@@ -19,7 +19,13 @@ type ProviderConfig struct {
 	MaxTokens     int    // 0: the kind's default
 	APIKeyEnv     string // when set, the key is read from this environment variable
 	TextOnly      bool   // the model takes no images
-	Default       bool
+	// Request options ("auto" or "" : detected); see the providers table.
+	StreamUsage    string
+	MaxTokensField string
+	APIVersion     string
+	SendReasoning  string
+	PromptCache    string
+	Default        bool
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 }
@@ -30,13 +36,14 @@ var ErrProviderNotFound = errors.New("no such model provider")
 // ProviderSecretKey names the secret that holds a provider's API key.
 func ProviderSecretKey(id string) string { return "provider." + id + ".key" }
 
-const providerColumns = `id, kind, base_url, model, context_window, max_tokens, api_key_env, is_default, created_at, updated_at, text_only`
+const providerColumns = `id, kind, base_url, model, context_window, max_tokens, api_key_env, is_default, created_at, updated_at, text_only,
+	stream_usage, max_tokens_field, api_version, send_reasoning, prompt_cache`
 
 func scanProvider(s rowScanner) (ProviderConfig, error) {
 	var p ProviderConfig
 	var created, updated string
 	if err := s.Scan(&p.ID, &p.Kind, &p.BaseURL, &p.Model, &p.ContextWindow, &p.MaxTokens, &p.APIKeyEnv,
-		&p.Default, &created, &updated, &p.TextOnly); err != nil {
+		&p.Default, &created, &updated, &p.TextOnly, &p.StreamUsage, &p.MaxTokensField, &p.APIVersion, &p.SendReasoning, &p.PromptCache); err != nil {
 		return p, err
 	}
 	p.CreatedAt, p.UpdatedAt = parseTime(created), parseTime(updated)
@@ -68,12 +75,14 @@ func (db *DB) SaveProvider(ctx context.Context, p ProviderConfig) (saved Provide
 			}
 		}
 		now := db.now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO providers(`+providerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO providers(`+providerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(id) DO UPDATE SET kind = excluded.kind, base_url = excluded.base_url, model = excluded.model,
 				context_window = excluded.context_window, max_tokens = excluded.max_tokens,
 				api_key_env = excluded.api_key_env, is_default = excluded.is_default, updated_at = excluded.updated_at,
-				text_only = excluded.text_only`,
-			p.ID, p.Kind, p.BaseURL, p.Model, p.ContextWindow, p.MaxTokens, p.APIKeyEnv, makeDefault, now, now, p.TextOnly); err != nil {
+				text_only = excluded.text_only, stream_usage = excluded.stream_usage, max_tokens_field = excluded.max_tokens_field,
+				api_version = excluded.api_version, send_reasoning = excluded.send_reasoning, prompt_cache = excluded.prompt_cache`,
+			p.ID, p.Kind, p.BaseURL, p.Model, p.ContextWindow, p.MaxTokens, p.APIKeyEnv, makeDefault, now, now, p.TextOnly,
+			auto(p.StreamUsage), auto(p.MaxTokensField), p.APIVersion, auto(p.SendReasoning), auto(p.PromptCache)); err != nil {
 			return err
 		}
 		saved, err = scanProvider(tx.QueryRowContext(ctx, `SELECT `+providerColumns+` FROM providers WHERE id = ?`, p.ID))
@@ -83,6 +92,14 @@ func (db *DB) SaveProvider(ctx context.Context, p ProviderConfig) (saved Provide
 		return ProviderConfig{}, false, fmt.Errorf("saving provider %q: %w", p.ID, err)
 	}
 	return saved, existed, nil
+}
+
+// auto is a switch as stored: "" means detected.
+func auto(v string) string {
+	if v == "" {
+		return "auto"
+	}
+	return v
 }
 
 // Provider returns one provider, or ErrProviderNotFound.

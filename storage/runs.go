@@ -35,6 +35,16 @@ type Run struct {
 	InputTokens    int       `json:"input_tokens"`
 	OutputTokens   int       `json:"output_tokens"`
 	ToolCalls      int       `json:"tool_calls"`
+	// Parts of the tokens above: prompt read from and written to the vendor's
+	// cache, and reasoning.
+	CacheReadTokens  int `json:"cache_read_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
+	ReasoningTokens  int `json:"reasoning_tokens"`
+}
+
+// Tokens is a usage count as the runs and model_calls tables keep it.
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite, Reasoning int
 }
 
 // ModelCall is the diagnostics record of one model call: exactly what the model was
@@ -50,19 +60,24 @@ type ModelCall struct {
 	Response     json.RawMessage `json:"response,omitempty"`
 	InputTokens  int             `json:"input_tokens"`
 	OutputTokens int             `json:"output_tokens"`
-	LatencyMS    int64           `json:"latency_ms"`
+	// Parts of the tokens above, as the vendor billed them.
+	CacheReadTokens  int    `json:"cache_read_tokens"`
+	CacheWriteTokens int    `json:"cache_write_tokens"`
+	ReasoningTokens  int    `json:"reasoning_tokens"`
+	StopReason       string `json:"stop_reason,omitempty"`
+	LatencyMS        int64  `json:"latency_ms"`
 	Attempts     json.RawMessage `json:"attempts"`
 	Error        string          `json:"error,omitempty"`
 	StartedAt    time.Time       `json:"started_at"`
 }
 
-const runColumns = `id, conversation_id, parent_run_id, agent_type, status, error, provider_id, model, started_at, finished_at, input_tokens, output_tokens, tool_calls`
+const runColumns = `id, conversation_id, parent_run_id, agent_type, status, error, provider_id, model, started_at, finished_at, input_tokens, output_tokens, tool_calls, cache_read_tokens, cache_write_tokens, reasoning_tokens`
 
 func scanRun(s rowScanner) (Run, error) {
 	var r Run
 	var started, finished string
 	err := s.Scan(&r.ID, &r.ConversationID, &r.ParentRunID, &r.AgentType, &r.Status, &r.Error, &r.ProviderID, &r.Model,
-		&started, &finished, &r.InputTokens, &r.OutputTokens, &r.ToolCalls)
+		&started, &finished, &r.InputTokens, &r.OutputTokens, &r.ToolCalls, &r.CacheReadTokens, &r.CacheWriteTokens, &r.ReasoningTokens)
 	r.StartedAt = parseTime(started)
 	if finished != "" {
 		r.FinishedAt = parseTime(finished)
@@ -94,12 +109,14 @@ func (db *DB) CreateRun(ctx context.Context, r Run) (Run, error) {
 
 // FinishRun records how a run ended, and sets its conversation back to idle (or
 // interrupted) unless another run of it is still going.
-func (db *DB) FinishRun(ctx context.Context, id, status, errText string, inputTokens, outputTokens, toolCalls int) error {
+func (db *DB) FinishRun(ctx context.Context, id, status, errText string, t Tokens, toolCalls int) error {
 	return db.writeTx(ctx, func(tx *sql.Tx) error {
 		now := db.stamp()
 		var conv, parent string
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?
-			WHERE id = ? RETURNING conversation_id, parent_run_id`, status, errText, now, inputTokens, outputTokens, toolCalls, id).Scan(&conv, &parent)
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET status = ?, error = ?, finished_at = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
+				cache_read_tokens = ?, cache_write_tokens = ?, reasoning_tokens = ?
+			WHERE id = ? RETURNING conversation_id, parent_run_id`, status, errText, now, t.Input, t.Output, toolCalls,
+			t.CacheRead, t.CacheWrite, t.Reasoning, id).Scan(&conv, &parent)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("run %q: %w", id, ErrRunNotFound)
 		}
@@ -199,11 +216,12 @@ func (db *DB) AddModelCall(ctx context.Context, c ModelCall) (int64, error) {
 	}
 	var id int64
 	err := db.sql.QueryRowContext(ctx, `INSERT INTO model_calls(run_id, ordinal, purpose, provider_id, model, request, response,
-			input_tokens, output_tokens, latency_ms, attempts, error, started_at)
-		VALUES (?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM model_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			input_tokens, output_tokens, latency_ms, attempts, error, started_at, cache_read_tokens, cache_write_tokens, reasoning_tokens, stop_reason)
+		VALUES (?, (SELECT COALESCE(MAX(ordinal), 0) + 1 FROM model_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING id`,
 		c.RunID, c.RunID, c.Purpose, c.ProviderID, c.Model, string(c.Request), string(c.Response),
-		c.InputTokens, c.OutputTokens, c.LatencyMS, string(c.Attempts), c.Error, formatTime(started)).Scan(&id)
+		c.InputTokens, c.OutputTokens, c.LatencyMS, string(c.Attempts), c.Error, formatTime(started),
+		c.CacheReadTokens, c.CacheWriteTokens, c.ReasoningTokens, c.StopReason).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("recording model call: %w", err)
 	}
@@ -213,7 +231,7 @@ func (db *DB) AddModelCall(ctx context.Context, c ModelCall) (int64, error) {
 // ModelCalls returns a run's model calls in order.
 func (db *DB) ModelCalls(ctx context.Context, runID string) ([]ModelCall, error) {
 	rows, err := db.sql.QueryContext(ctx, `SELECT id, run_id, ordinal, purpose, provider_id, model, request, response,
-			input_tokens, output_tokens, latency_ms, attempts, error, started_at
+			input_tokens, output_tokens, latency_ms, attempts, error, started_at, cache_read_tokens, cache_write_tokens, reasoning_tokens, stop_reason
 		FROM model_calls WHERE run_id = ? ORDER BY ordinal`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("reading model calls: %w", err)
@@ -224,7 +242,8 @@ func (db *DB) ModelCalls(ctx context.Context, runID string) ([]ModelCall, error)
 		var c ModelCall
 		var req, resp, attempts, started string
 		if err := rows.Scan(&c.ID, &c.RunID, &c.Ordinal, &c.Purpose, &c.ProviderID, &c.Model, &req, &resp,
-			&c.InputTokens, &c.OutputTokens, &c.LatencyMS, &attempts, &c.Error, &started); err != nil {
+			&c.InputTokens, &c.OutputTokens, &c.LatencyMS, &attempts, &c.Error, &started,
+			&c.CacheReadTokens, &c.CacheWriteTokens, &c.ReasoningTokens, &c.StopReason); err != nil {
 			return nil, err
 		}
 		c.Request, c.Attempts = json.RawMessage(req), json.RawMessage(attempts)

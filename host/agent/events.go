@@ -22,6 +22,9 @@ const (
 	EventTasksChanged     = "tasks_changed"
 	EventCompacted        = "compacted"
 	EventLoopPaused       = "loop_paused"
+	// EventLengthLimited: a model's answer was cut at its length limit; the run
+	// goes on (agent.on_length_limit continue) or fails next.
+	EventLengthLimited = "length_limited"
 	EventRunFinished      = "run_finished"
 	EventRunFailed        = "run_failed"
 )
@@ -58,9 +61,13 @@ type Event struct {
 	// confirm / ask, forwarded from the UI surface (whatever the UI was asked).
 	Request any `json:"request,omitempty"`
 
-	Usage  *model.Usage `json:"usage,omitempty"`  // run_finished
+	Usage  *model.Usage `json:"usage,omitempty"`  // run_finished, run_failed: every model call's, summed
 	Status string       `json:"status,omitempty"` // run_finished, run_failed: the run's final status
-	Error  string       `json:"error,omitempty"`  // run_failed, loop_paused
+	// StopReason is why the model's last answer ended (model.Stop*): run_finished,
+	// run_failed when the model stopped it (refusal, content_filter, max_tokens),
+	// length_limited.
+	StopReason string `json:"stop_reason,omitempty"`
+	Error      string `json:"error,omitempty"` // run_failed, loop_paused, length_limited
 }
 
 // bus is a run's pub/sub. Listeners are called in publishing order under one lock, so

@@ -51,8 +51,7 @@ func (r *Run) callModel(ctx context.Context, purpose string, req model.Request, 
 	latency := time.Since(started)
 	if resp != nil {
 		r.mu.Lock()
-		r.usage.InputTokens += resp.Usage.InputTokens
-		r.usage.OutputTokens += resp.Usage.OutputTokens
+		r.usage = r.usage.Add(resp.Usage)
 		r.mu.Unlock()
 	}
 	if r.stored {
@@ -92,7 +91,10 @@ func (r *Run) record(purpose string, req model.Request, unavailable []tools.Unav
 	}
 	if resp != nil {
 		rec.Response, _ = json.Marshal(resp)
-		rec.InputTokens, rec.OutputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens
+		u := resp.Usage
+		rec.InputTokens, rec.OutputTokens = u.InputTokens, u.OutputTokens
+		rec.CacheReadTokens, rec.CacheWriteTokens, rec.ReasoningTokens = u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens
+		rec.StopReason = resp.StopReason
 	}
 	if callErr != nil {
 		rec.Error = callErr.Error()

@@ -56,6 +56,7 @@ type Run struct {
 	usage     model.Usage
 	toolCalls int
 	noTools   bool
+	lastStop  string // the stop reason of the latest answer
 }
 
 // addChild counts a sub-agent in; false when the run is already ending.
@@ -82,7 +83,18 @@ type Outcome struct {
 	Text   string      `json:"text"`
 	Error  string      `json:"error,omitempty"`
 	Usage  model.Usage `json:"usage"`
+	// StopReason is why the model's last answer ended, when it answered.
+	StopReason string `json:"stop_reason,omitempty"`
 }
+
+// stopped ends a run whose model ended its answer for a reason other than being
+// done: it refused, the vendor's filter stopped it, or the length limit cut it.
+type stopped struct {
+	reason string // model.Stop*
+	msg    string
+}
+
+func (s *stopped) Error() string { return s.msg }
 
 // Subscribe adds a listener to the run's events from now on; the returned function
 // removes it.
@@ -138,9 +150,14 @@ func (r *Run) execute() {
 	r.mu.Lock()
 	out.Usage = r.usage
 	calls := r.toolCalls
+	out.StopReason = r.lastStop
 	r.mu.Unlock()
 	if err != nil {
 		out.Status, out.Error = storage.RunFailed, err.Error()
+		var st *stopped
+		if !errors.As(err, &st) {
+			out.StopReason = ""
+		}
 		switch cause := context.Cause(r.ctx); {
 		case r.ctx.Err() == nil:
 		case errors.Is(cause, errShutdown):
@@ -160,7 +177,9 @@ func (r *Run) execute() {
 	}
 	r.out = out
 	if r.stored {
-		if ferr := r.m.db.FinishRun(context.Background(), r.ID, out.Status, out.Error, out.Usage.InputTokens, out.Usage.OutputTokens, calls); ferr != nil {
+		u := out.Usage
+		if ferr := r.m.db.FinishRun(context.Background(), r.ID, out.Status, out.Error, storage.Tokens{Input: u.InputTokens, Output: u.OutputTokens,
+			CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, Reasoning: u.ReasoningTokens}, calls); ferr != nil {
 			r.m.log.Error().Err(ferr).Str("run", r.ID).Msg("recording the end of a run")
 		}
 	}
@@ -169,11 +188,12 @@ func (r *Run) execute() {
 	if r.onEnd != nil {
 		r.onEnd()
 	}
+	u := out.Usage
 	if out.Status == storage.RunCompleted {
-		u := out.Usage
-		r.publish(Event{Type: EventRunFinished, Text: text, Usage: &u, Status: out.Status})
+		r.publish(Event{Type: EventRunFinished, Text: text, Usage: &u, Status: out.Status, StopReason: out.StopReason})
 	} else {
-		r.publish(Event{Type: EventRunFailed, Error: out.Error, Status: out.Status})
+		// The usage of a failed run was billed all the same.
+		r.publish(Event{Type: EventRunFailed, Text: text, Error: out.Error, Status: out.Status, Usage: &u, StopReason: out.StopReason})
 	}
 }
 
@@ -205,6 +225,11 @@ func (r *Run) load(ctx context.Context) error {
 			continue
 		}
 		msg := model.Message{Role: model.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Images: m.Images}
+		if len(m.Reasoning) > 0 {
+			if err := json.Unmarshal(m.Reasoning, &msg.Reasoning); err != nil {
+				return fmt.Errorf("message %d of conversation %s: reasoning: %w", m.Ordinal, r.ConversationID, err)
+			}
+		}
 		if len(m.ToolCalls) > 0 {
 			if err := json.Unmarshal(m.ToolCalls, &msg.ToolCalls); err != nil {
 				return fmt.Errorf("message %d of conversation %s: tool calls: %w", m.Ordinal, r.ConversationID, err)
@@ -224,6 +249,9 @@ func (r *Run) append(ctx context.Context, msg model.Message) error {
 		sm := storage.StoredMessage{Role: string(msg.Role), Content: msg.Content, ToolCallID: msg.ToolCallID, Images: msg.Images, RunID: r.ID}
 		if len(msg.ToolCalls) > 0 {
 			sm.ToolCalls, _ = json.Marshal(msg.ToolCalls)
+		}
+		if !msg.Reasoning.Empty() {
+			sm.Reasoning, _ = json.Marshal(msg.Reasoning)
 		}
 		var err error
 		// The record must survive a cancelled run: what the model said and what the
@@ -278,6 +306,10 @@ func toolMessage(id string, res tools.Result) model.Message {
 // results, until it answers without calling a tool.
 func (r *Run) loop(ctx context.Context) (string, error) {
 	maxCalls := intSetting(ctx, r.m.db, SettingMaxToolCalls)
+	// carried is the answer so far: the text of this turn, with the parts of it
+	// that came before a length-limit continuation.
+	var carried strings.Builder
+	continuations := 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return "", context.Cause(ctx)
@@ -289,14 +321,14 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 		}
 		resp, err := r.callModel(ctx, "turn", req, offer.unavailable, true)
 		if err != nil {
-			return "", err
+			return carried.String(), err
 		}
-		calls := sanitize(resp.ToolCalls)
-		if err := r.append(ctx, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: calls}); err != nil {
-			return "", err
+		calls, stop, err := r.answered(ctx, resp, &carried, &continuations)
+		if err != nil || stop {
+			return carried.String(), err
 		}
 		if len(calls) == 0 {
-			return resp.Text, nil
+			continue // asked to go on after the length limit, or a paused turn
 		}
 		capped := r.noTools
 		budget := len(calls)
@@ -341,6 +373,87 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// continuePrompt asks a model whose answer was cut at its length limit to go on.
+const continuePrompt = "[Your previous answer was cut off at the length limit. Continue exactly where it stopped, without repeating anything.]"
+
+// cutCallPrompt tells a model that a tool call it was writing was cut off.
+const cutCallPrompt = "[Your previous answer was cut off at the length limit while you were writing a tool call; the call was not run. Make it again with shorter arguments, or split the work into smaller calls.]"
+
+// answered takes a model's answer into the history and decides what follows from
+// why it ended: the tool calls to run, or stop (the run's answer is in carried),
+// or neither (the loop asks the model again).
+func (r *Run) answered(ctx context.Context, resp *model.Response, carried *strings.Builder, continuations *int) (calls []model.ToolCall, stop bool, err error) {
+	r.mu.Lock()
+	r.lastStop = resp.StopReason
+	r.mu.Unlock()
+	calls = sanitize(resp.ToolCalls)
+	cut := resp.StopReason == model.StopMaxTokens
+	if cut {
+		// Arguments cut off are not the call the model meant: never run them.
+		calls = nil
+	}
+	content := resp.Text
+	if resp.Refusal != "" {
+		content = strings.TrimSpace(content + "\n" + resp.Refusal)
+	}
+	// A refusal Anthropic's classifier cut (no refusal text) leaves the history:
+	// sent back, the partial turn would be refused again.
+	if content != "" || len(calls) > 0 {
+		if resp.StopReason != model.StopRefusal || resp.Refusal != "" {
+			if err := r.append(ctx, model.Message{Role: model.RoleAssistant, Content: content, ToolCalls: calls, Reasoning: resp.Reasoning}); err != nil {
+				return nil, true, err
+			}
+		}
+	}
+	carried.WriteString(resp.Text)
+	switch resp.StopReason {
+	case model.StopRefusal:
+		why := "the model refused to answer"
+		if resp.Refusal != "" {
+			carried.Reset()
+			carried.WriteString(resp.Refusal)
+			why += ": " + resp.Refusal
+		} else {
+			why += " (the vendor's safety system stopped the answer): rephrase the request"
+		}
+		return nil, true, &stopped{reason: model.StopRefusal, msg: why}
+	case model.StopContentFilter:
+		return nil, true, &stopped{reason: model.StopContentFilter, msg: "the vendor's content filter withheld or cut the answer: rephrase the request, or use another provider"}
+	case model.StopMaxTokens:
+		limit := "the model's length limit"
+		if n := r.prov.Info().MaxTokens; n > 0 {
+			limit = fmt.Sprintf("the length limit of %d tokens", n)
+		}
+		what := "the answer was cut off at " + limit
+		if len(resp.ToolCalls) > 0 {
+			what += " while it was writing a tool call, which was not run"
+		}
+		r.publish(Event{Type: EventLengthLimited, Text: resp.Text, StopReason: model.StopMaxTokens, Error: what})
+		if setting(ctx, r.m.db, SettingOnLengthLimit) != LengthContinue || *continuations >= maxContinuations {
+			fix := fmt.Sprintf("raise it with `ferry provider add %s --max-tokens N`", r.prov.Info().ID)
+			if *continuations >= maxContinuations {
+				what += fmt.Sprintf(" %d times in a row", *continuations+1)
+			} else {
+				fix += fmt.Sprintf(", or set %s continue", SettingOnLengthLimit)
+			}
+			return nil, true, &stopped{reason: model.StopMaxTokens, msg: what + ": " + fix}
+		}
+		*continuations++
+		prompt := continuePrompt
+		if len(resp.ToolCalls) > 0 {
+			prompt = cutCallPrompt
+		}
+		return nil, false, r.append(ctx, model.Message{Role: model.RoleUser, Content: prompt})
+	case model.StopPauseTurn:
+		return nil, false, nil // Anthropic goes on when sent the conversation as it is
+	}
+	if len(calls) == 0 {
+		return nil, true, nil
+	}
+	carried.Reset()
+	return calls, false, nil
 }
 
 // sanitize keeps every tool call's arguments valid JSON, so the history can always be

@@ -13,7 +13,18 @@ const (
 	SettingMaxToolCalls        = "agent.max_tool_calls"
 	SettingSubagentConcurrency = "agent.subagent_concurrency"
 	SettingDiagnosticsDays     = "diagnostics.retention_days"
+	SettingOnLengthLimit       = "agent.on_length_limit"
 )
+
+// Values of SettingOnLengthLimit.
+const (
+	LengthStop     = "stop"
+	LengthContinue = "continue"
+)
+
+// maxContinuations bounds how often one run asks a model to go on after its
+// length limit: an answer that never ends is a loop, not a long answer.
+const maxContinuations = 3
 
 func init() {
 	for _, s := range []config.Setting{
@@ -23,6 +34,8 @@ func init() {
 			Description: "tool calls one run may make before it must answer (0: no cap; the loop guard still pauses repeated calls)"},
 		{Key: SettingSubagentConcurrency, Default: "4", Validate: config.IntRange(1, 64),
 			Description: "sub-agents (the agent tool) running at once in this host; more wait in a queue"},
+		{Key: SettingOnLengthLimit, Default: LengthStop, Validate: config.OneOf(LengthStop, LengthContinue),
+			Description: "when an answer is cut at the model's length limit: stop (the run fails, saying so, with the partial answer kept) or continue (the model is asked to go on where it stopped, up to 3 times); a tool call cut off is never run"},
 		{Key: SettingDiagnosticsDays, Default: "14", Validate: config.IntRange(0, 36500),
 			Description: "days the diagnostics records of model calls (the request as sent, the response) are kept; 0 keeps everything"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -58,6 +59,15 @@ type ProviderView struct {
 	KeySet        bool   `json:"key_set"`
 	KeySource     string `json:"key_source"`
 	Default       bool   `json:"default"`
+	// Settings are the stored request options ("auto": detected); Options are
+	// what is in force once detected.
+	Settings OptionSettings `json:"settings"`
+	Options  Options        `json:"options"`
+}
+
+func settingsOf(p storage.ProviderConfig) OptionSettings {
+	return OptionSettings{StreamUsage: p.StreamUsage, MaxTokensField: p.MaxTokensField, APIVersion: p.APIVersion,
+		SendReasoning: p.SendReasoning, PromptCache: p.PromptCache}
 }
 
 // resolveKey finds a provider's key: the environment variable when one is named and
@@ -85,7 +95,8 @@ func View(ctx context.Context, db *storage.DB, p storage.ProviderConfig) (Provid
 		return ProviderView{}, err
 	}
 	v := ProviderView{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
-		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, Vision: !p.TextOnly, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default}
+		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, Vision: !p.TextOnly, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default,
+		Settings: settingsOf(p), Options: DetectOptions(p.Kind, p.BaseURL, p.Model, settingsOf(p))}
 	if v.ContextWindow <= 0 {
 		v.ContextWindow = DefaultContextWindow(p.Kind)
 	}
@@ -150,7 +161,8 @@ func Open(ctx context.Context, db *storage.DB, id string) (Provider, error) {
 		idle = -1 // 0 in the setting means never; in Config it means the default
 	}
 	return New(Config{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
-		MaxTokens: p.MaxTokens, TextOnly: p.TextOnly, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry})
+		MaxTokens: p.MaxTokens, TextOnly: p.TextOnly, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry,
+		Options: settingsOf(p)})
 }
 
 func intSetting(ctx context.Context, db *storage.DB, key string, def int) int {
@@ -179,13 +191,18 @@ type SaveParams struct {
 	Default       bool    `json:"default,omitempty"`
 	Key           *string `json:"key,omitempty"`       // nil: keep the stored key; "": remove it
 	ClearKey      bool    `json:"clear_key,omitempty"` // remove the stored key
+	// Settings are the request options; absent ones are auto.
+	Settings OptionSettings `json:"settings,omitzero"`
 }
 
 // Save validates and stores a provider, and its key when one is given. It reports
 // whether a provider of that id existed (and was replaced).
 func Save(ctx context.Context, db *storage.DB, s SaveParams) (ProviderView, bool, error) {
-	s.BaseURL = strings.TrimRight(strings.TrimSpace(s.BaseURL), "/")
+	s.BaseURL, s.Settings.APIVersion = splitEndpoint(strings.TrimSpace(s.BaseURL), s.Settings.APIVersion)
 	if err := ValidateConfig(s.ID, s.Kind, s.BaseURL, s.Model); err != nil {
+		return ProviderView{}, false, err
+	}
+	if err := s.Settings.Check(); err != nil {
 		return ProviderView{}, false, err
 	}
 	if s.ContextWindow < 0 || s.MaxTokens < 0 {
@@ -205,7 +222,9 @@ func Save(ctx context.Context, db *storage.DB, s SaveParams) (ProviderView, bool
 		s.Key = &k
 	}
 	saved, existed, err := db.SaveProvider(ctx, storage.ProviderConfig{ID: s.ID, Kind: s.Kind, BaseURL: s.BaseURL, Model: s.Model,
-		ContextWindow: s.ContextWindow, MaxTokens: s.MaxTokens, APIKeyEnv: s.APIKeyEnv, TextOnly: s.Vision != nil && !*s.Vision, Default: s.Default})
+		ContextWindow: s.ContextWindow, MaxTokens: s.MaxTokens, APIKeyEnv: s.APIKeyEnv, TextOnly: s.Vision != nil && !*s.Vision, Default: s.Default,
+		StreamUsage: s.Settings.StreamUsage, MaxTokensField: s.Settings.MaxTokensField, APIVersion: s.Settings.APIVersion,
+		SendReasoning: s.Settings.SendReasoning, PromptCache: s.Settings.PromptCache})
 	if err != nil {
 		return ProviderView{}, false, err
 	}
@@ -225,6 +244,27 @@ func Save(ctx context.Context, db *storage.DB, s SaveParams) (ProviderView, bool
 	return v, existed, err
 }
 
+// splitEndpoint takes a URL pasted whole, as the vendors' pages show it (Azure's
+// …/chat/completions?api-version=…), apart: the base URL and the api-version, unless
+// one was given apart. Anything else in the query is left for validation to refuse.
+func splitEndpoint(raw, apiVersion string) (string, string) {
+	base, query, _ := strings.Cut(raw, "?")
+	if query != "" {
+		if v, err := url.ParseQuery(query); err == nil && len(v) == 1 && v.Get("api-version") != "" {
+			if apiVersion == "" {
+				apiVersion = v.Get("api-version")
+			}
+			query = ""
+		}
+	}
+	base = strings.TrimRight(base, "/")
+	base = strings.TrimSuffix(base, "/chat/completions")
+	if query != "" {
+		base += "?" + query
+	}
+	return base, apiVersion
+}
+
 func validEnvName(s string) bool {
 	for i, r := range s {
 		switch {
@@ -239,17 +279,22 @@ func validEnvName(s string) bool {
 
 // TestResult is the outcome of a tiny real call to a provider.
 type TestResult struct {
-	ID        string    `json:"id"`
-	Model     string    `json:"model"`
-	OK        bool      `json:"ok"`
-	LatencyMS int64     `json:"latency_ms"`
-	Reply     string    `json:"reply,omitempty"`
-	Usage     Usage     `json:"usage"`
-	Attempts  int       `json:"attempts"`
-	Error     string    `json:"error,omitempty"`
-	Status    int       `json:"status,omitempty"`
-	Fix       string    `json:"fix,omitempty"`
-	Time      time.Time `json:"time"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	OK    bool   `json:"ok"`
+	// Options are the request options the provider settled on; Learned says
+	// which the vendor's refusals changed (and stored, so runs use them).
+	Options    Options   `json:"options"`
+	Learned    []string  `json:"learned,omitempty"`
+	StopReason string    `json:"stop_reason,omitempty"`
+	LatencyMS  int64     `json:"latency_ms"`
+	Reply      string    `json:"reply,omitempty"`
+	Usage      Usage     `json:"usage"`
+	Attempts   int       `json:"attempts"`
+	Error      string    `json:"error,omitempty"`
+	Status     int       `json:"status,omitempty"`
+	Fix        string    `json:"fix,omitempty"`
+	Time       time.Time `json:"time"`
 }
 
 // Test makes a tiny real call ("Reply with the word ok") and reports its latency,
@@ -263,9 +308,21 @@ func Test(ctx context.Context, db *storage.DB, id string) TestResult {
 		return res
 	}
 	res.ID, res.Model = p.Info().ID, p.Info().Model
-	if c, ok := p.(*client); ok {
+	c, _ := p.(*client)
+	if c != nil {
 		c.retry.MaxRetries = min(c.retry.MaxRetries, 1)
 	}
+	defer func() {
+		res.Options = p.Info().Options
+		if c != nil {
+			res.Learned = c.Learned()
+			if len(res.Learned) > 0 {
+				if err := keepLearned(ctx, db, res.ID, res.Options); err != nil {
+					res.Learned = append(res.Learned, "(not stored: "+err.Error()+")")
+				}
+			}
+		}
+	}()
 	start := time.Now()
 	resp, err := p.Stream(ctx, Request{
 		// No max_tokens: a reasoning model may need many before it answers, and
@@ -283,6 +340,31 @@ func Test(ctx context.Context, db *storage.DB, id string) TestResult {
 		}
 		return res
 	}
-	res.OK, res.Reply, res.Usage = true, strings.TrimSpace(resp.Text), resp.Usage
+	res.OK, res.Reply, res.Usage, res.StopReason = true, strings.TrimSpace(resp.Text), resp.Usage, resp.StopReason
 	return res
+}
+
+// keepLearned stores, in place of auto, the options a vendor's refusal taught, so
+// that every run uses them from the first request.
+func keepLearned(ctx context.Context, db *storage.DB, id string, o Options) error {
+	p, err := db.Provider(ctx, id)
+	if err != nil {
+		return err
+	}
+	isAuto := func(v string) bool { return v == "" || v == OptionAuto }
+	detected := DetectOptions(p.Kind, p.BaseURL, p.Model, settingsOf(p))
+	if isAuto(p.StreamUsage) && o.StreamUsage != detected.StreamUsage {
+		p.StreamUsage = onOff(o.StreamUsage)
+	}
+	if isAuto(p.MaxTokensField) && o.MaxTokensField != detected.MaxTokensField {
+		p.MaxTokensField = o.MaxTokensField
+	}
+	if isAuto(p.SendReasoning) && o.SendReasoning != detected.SendReasoning {
+		p.SendReasoning = onOff(o.SendReasoning)
+	}
+	if isAuto(p.PromptCache) && o.PromptCache != detected.PromptCache {
+		p.PromptCache = onOff(o.PromptCache)
+	}
+	_, _, err = db.SaveProvider(ctx, p)
+	return err
 }

@@ -217,7 +217,6 @@ func schemaOrEmpty(s json.RawMessage) json.RawMessage {
 	return s
 }
 
-
 // oaChunk is one streamed chunk (or a whole completion), read loosely: what the
 // vendors disagree on (content as a string or as parts, reasoning under two names,
 // errors in three shapes) is kept raw and read below.
