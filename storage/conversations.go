@@ -52,9 +52,9 @@ type StoredMessage struct {
 	// Reasoning is an assistant turn's thinking as JSON, kept for the vendors
 	// that require it back.
 	Reasoning json.RawMessage `json:"reasoning,omitempty"`
-	SummaryOf  int64           `json:"summary_of,omitempty"`
-	RunID      string          `json:"run_id,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
+	SummaryOf int64           `json:"summary_of,omitempty"`
+	RunID     string          `json:"run_id,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
 }
 
 const conversationColumns = `id, title, provider_id, tab_id, origin, status, created_at, updated_at`

@@ -26,8 +26,8 @@ type ProviderConfig struct {
 	SendReasoning  string
 	PromptCache    string
 	Default        bool
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // ErrProviderNotFound means no provider has the asked id.

@@ -61,14 +61,14 @@ type ModelCall struct {
 	InputTokens  int             `json:"input_tokens"`
 	OutputTokens int             `json:"output_tokens"`
 	// Parts of the tokens above, as the vendor billed them.
-	CacheReadTokens  int    `json:"cache_read_tokens"`
-	CacheWriteTokens int    `json:"cache_write_tokens"`
-	ReasoningTokens  int    `json:"reasoning_tokens"`
-	StopReason       string `json:"stop_reason,omitempty"`
-	LatencyMS        int64  `json:"latency_ms"`
-	Attempts     json.RawMessage `json:"attempts"`
-	Error        string          `json:"error,omitempty"`
-	StartedAt    time.Time       `json:"started_at"`
+	CacheReadTokens  int             `json:"cache_read_tokens"`
+	CacheWriteTokens int             `json:"cache_write_tokens"`
+	ReasoningTokens  int             `json:"reasoning_tokens"`
+	StopReason       string          `json:"stop_reason,omitempty"`
+	LatencyMS        int64           `json:"latency_ms"`
+	Attempts         json.RawMessage `json:"attempts"`
+	Error            string          `json:"error,omitempty"`
+	StartedAt        time.Time       `json:"started_at"`
 }
 
 const runColumns = `id, conversation_id, parent_run_id, agent_type, status, error, provider_id, model, started_at, finished_at, input_tokens, output_tokens, tool_calls, cache_read_tokens, cache_write_tokens, reasoning_tokens`

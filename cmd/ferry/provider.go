@@ -19,13 +19,17 @@ import (
 const providerUse = `usage:
   ferry provider add ID --kind openai|anthropic --base-url URL --model NAME [--api-key-stdin] [--api-key-env VAR]
                         [--context-window N] [--max-tokens N] [--no-vision] [--default]
+                        [--stream-usage auto|on|off] [--max-tokens-field auto|max_tokens|max_completion_tokens]
+                        [--api-version VERSION] [--send-reasoning auto|on|off] [--prompt-cache auto|on|off]
   ferry provider list [--json]
   ferry provider remove ID
   ferry provider test [ID] [--json]
   ferry provider default ID
 
 add of an existing ID updates it: flags not given keep their values, and the stored
-key stays unless --api-key-stdin gives a new one.`
+key stays unless --api-key-stdin gives a new one. The request options (auto: detected
+from the base URL and the model) are for servers detection does not know; test says
+which it settled on, and stores what a refusal taught it.`
 
 func cmdProvider(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -79,6 +83,11 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	maxTok := fs.Int("max-tokens", 0, "longest answer asked for, in tokens (default: by kind)")
 	makeDefault := fs.Bool("default", false, "make this the default provider")
 	noVision := fs.Bool("no-vision", false, "the model takes no images (text-only): screenshots are left out and the model is told so (--no-vision=false: it takes images)")
+	streamUsage := fs.String("stream-usage", "", "send stream_options.include_usage: auto (off for Mistral, Fireworks, old Azure versions), on, off")
+	maxField := fs.String("max-tokens-field", "", "the length field: auto (max_completion_tokens on api.openai.com, Azure and o1/o3/o4/gpt-5 models), max_tokens, max_completion_tokens")
+	apiVersion := fs.String("api-version", "", "classic Azure OpenAI: the api-version sent as a query (and the key in an api-key header); the base URL ends …/openai/deployments/NAME")
+	sendReasoning := fs.String("send-reasoning", "", "send each assistant turn's reasoning back as reasoning_content: auto (on for DeepSeek), on, off")
+	promptCache := fs.String("prompt-cache", "", "Anthropic prompt-cache breakpoints on tools, system prompt and conversation: auto (on), on, off")
 	fs.Usage = func() { fmt.Fprintln(stderr, providerUse); fs.PrintDefaults() }
 	id, err := splitID(fs, args)
 	if err != nil {
@@ -122,7 +131,9 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err == nil:
 		vision := !old.TextOnly
 		p = model.SaveParams{ID: id, Kind: old.Kind, BaseURL: old.BaseURL, Model: old.Model, ContextWindow: old.ContextWindow,
-			MaxTokens: old.MaxTokens, APIKeyEnv: old.APIKeyEnv, Vision: &vision}
+			MaxTokens: old.MaxTokens, APIKeyEnv: old.APIKeyEnv, Vision: &vision,
+			Settings: model.OptionSettings{StreamUsage: old.StreamUsage, MaxTokensField: old.MaxTokensField, APIVersion: old.APIVersion,
+				SendReasoning: old.SendReasoning, PromptCache: old.PromptCache}}
 	case errors.Is(err, storage.ErrProviderNotFound):
 		var missing []string
 		for _, f := range []string{"kind", "base-url", "model"} {
@@ -160,6 +171,13 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		vision := !*noVision
 		p.Vision = &vision
 	}
+	for flag, dst := range map[string]*string{"stream-usage": &p.Settings.StreamUsage, "max-tokens-field": &p.Settings.MaxTokensField,
+		"api-version": &p.Settings.APIVersion, "send-reasoning": &p.Settings.SendReasoning, "prompt-cache": &p.Settings.PromptCache} {
+		if set[flag] {
+			*dst = map[string]string{"stream-usage": *streamUsage, "max-tokens-field": *maxField, "api-version": *apiVersion,
+				"send-reasoning": *sendReasoning, "prompt-cache": *promptCache}[flag]
+		}
+	}
 	p.Default, p.Key = *makeDefault, key
 	v, existed, err := model.Save(ctx, db, p)
 	if err != nil {
@@ -178,6 +196,7 @@ func providerAdd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, " (default)")
 	}
 	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "request options: %s\n", v.Options.Describe(v.Kind))
 	if !v.KeySet && v.Kind == model.KindAnthropic {
 		fmt.Fprintf(stdout, "note: Anthropic needs a key: run `ferry provider add %s --api-key-stdin` with the key on stdin, or --api-key-env VAR\n", v.ID)
 	}
@@ -321,6 +340,20 @@ func providerTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ferry provider test: %s\n", res.Error)
 		if res.Fix != "" {
 			fmt.Fprintf(stderr, "fix: %s\n", res.Fix)
+		}
+	}
+	if !*asJSON {
+		kind := model.KindOpenAI
+		if p, err := db.Provider(ctx, res.ID); err == nil {
+			kind = p.Kind
+		}
+		out := stdout
+		if !res.OK {
+			out = stderr
+		}
+		fmt.Fprintf(out, "settled on: %s\n", res.Options.Describe(kind))
+		for _, l := range res.Learned {
+			fmt.Fprintf(out, "learned: %s\n", l)
 		}
 	}
 	if !res.OK {

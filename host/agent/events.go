@@ -25,8 +25,8 @@ const (
 	// EventLengthLimited: a model's answer was cut at its length limit; the run
 	// goes on (agent.on_length_limit continue) or fails next.
 	EventLengthLimited = "length_limited"
-	EventRunFinished      = "run_finished"
-	EventRunFailed        = "run_failed"
+	EventRunFinished   = "run_finished"
+	EventRunFailed     = "run_failed"
 )
 
 // Event is one thing that happened in a run. One flat shape for every type keeps the

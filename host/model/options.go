@@ -60,7 +60,8 @@ type OptionSettings struct {
 // newest generally available version when this was written.
 const azureDefaultAPIVersion = "2024-10-21"
 
-// azureStreamUsageSince is the first Azure API version that accepts stream_options.
+// azureStreamUsageSince is the first Azure API version that accepts stream_options
+// and max_completion_tokens.
 const azureStreamUsageSince = "2024-09-01"
 
 // Check refuses values that are none of the allowed ones.
@@ -131,7 +132,7 @@ func DetectOptions(kind, baseURL, modelName string, s OptionSettings) Options {
 	default:
 		// api.openai.com and Azure take max_completion_tokens for every model, and
 		// the reasoning models nothing else; elsewhere only those models need it.
-		if host == "api.openai.com" || azure || reasoningModelRE.MatchString(m) {
+		if host == "api.openai.com" || (azure && o.APIVersion == "") || (o.APIVersion >= azureStreamUsageSince) || reasoningModelRE.MatchString(m) {
 			o.MaxTokensField = FieldMaxCompletionTokens
 		}
 	}

@@ -1,9 +1,11 @@
 package modeltest
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 type anBlock struct {
@@ -223,7 +225,7 @@ func decodeAnthropic(req *Request) *vendorErr {
 	return nil
 }
 
-func streamAnthropic(st *streamer, req Request, fallbackModel string) {
+func streamAnthropic(st *streamer, req Request, fallbackModel string, cache cacheSplit) {
 	model := req.Model
 	if model == "" {
 		model = fallbackModel
@@ -233,10 +235,14 @@ func streamAnthropic(st *streamer, req Request, fallbackModel string) {
 	if in == 0 {
 		in = estimateTokens(len(req.Body))
 	}
+	// As the API counts: input_tokens is only what was neither read from the
+	// cache nor written to it.
+	cache.read, cache.written = min(cache.read, in), min(cache.written, in-min(cache.read, in))
+	in -= cache.read + cache.written
 	if !st.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_fake%d", req.N), "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": in, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}}) {
+		"usage": map[string]any{"input_tokens": in, "cache_creation_input_tokens": cache.written, "cache_read_input_tokens": cache.read, "output_tokens": 1}}}) {
 		return
 	}
 	index := 0
@@ -311,4 +317,114 @@ func streamAnthropic(st *streamer, req Request, fallbackModel string) {
 		return
 	}
 	st.send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// promptCache is the Anthropic fake's prompt cache, which behaves as the API's: a
+// request's prompt is cut into pieces (each tool, each system block, each message
+// block) in the order the API caches them (tools, system, messages); a
+// cache_control breakpoint writes the prefix up to it, for five minutes from its
+// last use; a request reads the longest cached prefix that ends at one of its
+// breakpoints or at any of the 20 pieces before one. Prefixes shorter than
+// minCachedTokens are never cached, as the API's minimum.
+type promptCache struct {
+	entries map[[32]byte]time.Time // prefix hash → expiry
+}
+
+const (
+	cacheTTL        = 5 * time.Minute
+	cacheLookback   = 20
+	minCachedTokens = 1024
+)
+
+// cacheSplit is how a prompt's input tokens divide.
+type cacheSplit struct{ read, written int }
+
+// pieces reads the prompt as the cache sees it: each piece's bytes without its
+// cache_control marker, and whether it carries one.
+func cachePieces(body []byte) (pieces [][]byte, marks []bool) {
+	var v struct {
+		Tools    []json.RawMessage `json:"tools"`
+		System   json.RawMessage   `json:"system"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil, nil
+	}
+	add := func(prefix string, raw json.RawMessage) {
+		var m map[string]json.RawMessage
+		marked := false
+		if json.Unmarshal(raw, &m) == nil {
+			_, marked = m["cache_control"]
+			delete(m, "cache_control")
+			raw, _ = json.Marshal(m)
+		}
+		pieces = append(pieces, append([]byte(prefix), raw...))
+		marks = append(marks, marked)
+	}
+	blocks := func(prefix string, raw json.RawMessage) {
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) == nil {
+			for _, b := range list {
+				add(prefix, b)
+			}
+			return
+		}
+		if len(raw) > 0 {
+			add(prefix, raw)
+		}
+	}
+	for _, t := range v.Tools {
+		add("tool:", t)
+	}
+	blocks("system:", v.System)
+	for _, m := range v.Messages {
+		blocks(m.Role+":", m.Content)
+	}
+	return pieces, marks
+}
+
+// use looks the request up and writes its breakpoints, at time now.
+func (c *promptCache) use(body []byte, now time.Time) cacheSplit {
+	if c.entries == nil {
+		c.entries = map[[32]byte]time.Time{}
+	}
+	pieces, marks := cachePieces(body)
+	hashes := make([][32]byte, len(pieces))
+	tokens := make([]int, len(pieces)) // cumulative, up to and including piece i
+	h := sha256.New()
+	total := 0
+	for i, p := range pieces {
+		h.Write(p)
+		copy(hashes[i][:], h.Sum(nil))
+		total += len(p)
+		tokens[i] = estimateTokens(total)
+	}
+	var split cacheSplit
+	for i := range pieces {
+		if !marks[i] {
+			continue
+		}
+		for j := i; j >= 0 && j >= i-cacheLookback; j-- {
+			if exp, ok := c.entries[hashes[j]]; ok && now.Before(exp) && tokens[j] > split.read {
+				split.read = tokens[j]
+				c.entries[hashes[j]] = now.Add(cacheTTL)
+			}
+		}
+	}
+	last := -1
+	for i := range pieces {
+		if marks[i] && tokens[i] >= minCachedTokens {
+			if _, ok := c.entries[hashes[i]]; !ok || now.After(c.entries[hashes[i]]) {
+				last = i
+			}
+			c.entries[hashes[i]] = now.Add(cacheTTL)
+		}
+	}
+	if last >= 0 && tokens[last] > split.read {
+		split.written = tokens[last] - split.read
+	}
+	return split
 }

@@ -151,6 +151,27 @@ type Server struct {
 	key     string
 	reqs    []Request
 	seed    uint64
+	cache   promptCache
+	// ReasoningRequired makes the OpenAI fake refuse, as DeepSeek's thinking mode
+	// does, a history whose tool-calling assistant turns lack reasoning_content.
+	reasoningRequired bool
+	now               func() time.Time
+}
+
+// RequireReasoning makes the OpenAI fake behave as DeepSeek's thinking mode: a
+// request whose assistant tool-call turns lack reasoning_content is refused with
+// DeepSeek's 400.
+func (s *Server) RequireReasoning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reasoningRequired = true
+}
+
+// SetClock replaces the Anthropic fake's prompt-cache clock (tests of expiry).
+func (s *Server) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
 }
 
 // NewOpenAI starts an OpenAI-compatible fake serving turns in order.
@@ -264,6 +285,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		verr = e
 	} else if e := s.checkAuth(r, key); e != nil {
 		verr = e
+	} else if verr == nil && s.Kind == OpenAI && s.reasoningRequiredNow() && lacksReasoning(body) {
+		verr = &vendorErr{400, "invalid_request_error", "The reasoning_content in the thinking mode must be passed back to the API.", "invalid_request_error"}
 	}
 	if verr != nil {
 		setStatus(verr.status)
@@ -316,8 +339,42 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.Kind == OpenAI {
 		streamOpenAI(st, req, s.Model)
 	} else {
-		streamAnthropic(st, req, s.Model)
+		s.mu.Lock()
+		now := time.Now()
+		if s.now != nil {
+			now = s.now()
+		}
+		split := s.cache.use(body, now)
+		s.mu.Unlock()
+		streamAnthropic(st, req, s.Model, split)
 	}
+}
+
+func (s *Server) reasoningRequiredNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reasoningRequired
+}
+
+// lacksReasoning reports an assistant message with tool calls and no
+// reasoning_content.
+func lacksReasoning(body []byte) bool {
+	var v struct {
+		Messages []struct {
+			Role             string            `json:"role"`
+			ToolCalls        []json.RawMessage `json:"tool_calls"`
+			ReasoningContent *string           `json:"reasoning_content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	for _, m := range v.Messages {
+		if m.Role == "assistant" && len(m.ToolCalls) > 0 && m.ReasoningContent == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) next(req Request) (Turn, bool) {
