@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ferryhq/ferry/host/model/modeltest"
@@ -192,5 +196,49 @@ func TestProviderNoVision(t *testing.T) {
 	}
 	if add("--no-vision=false"); !vision() {
 		t.Fatal("--no-vision=false left the model text-only")
+	}
+}
+
+// TestProviderTestSettles: `ferry provider test` against a server that refuses
+// stream_options (Mistral's 422) says which options it settled on, and stores what
+// it learnt so runs start with it.
+func TestProviderTestSettles(t *testing.T) {
+	var bodies []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		if strings.Contains(string(b), "stream_options") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(422)
+			io.WriteString(w, `{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","stream_options","include_usage"],"msg":"Extra inputs are not permitted","input":true}]},"type":"invalid_request_error","param":null,"code":null}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	if _, stderr, code := runFerry(t, home, "", "provider", "add", "gw", "--kind", "openai", "--base-url", srv.URL+"/v1", "--model", "team-model"); code != 0 {
+		t.Fatal(stderr)
+	}
+	stdout, stderr, code := runFerry(t, home, "", "provider", "test", "gw")
+	if code != 0 || !strings.Contains(stdout, `"ok"`) || !strings.Contains(stdout, "settled on: stream_options off") || !strings.Contains(stdout, "learned: stream_options off") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	stdout, _, _ = runFerry(t, home, "", "provider", "list", "--json")
+	if !strings.Contains(stdout, `"stream_usage": "off"`) {
+		t.Fatalf("the learnt option was not stored: %s", stdout)
+	}
+	mu.Lock()
+	bodies = nil
+	mu.Unlock()
+	runFerry(t, home, "", "provider", "test", "gw")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 || strings.Contains(bodies[0], "stream_options") {
+		t.Fatalf("after learning, requests were %q", bodies)
 	}
 }

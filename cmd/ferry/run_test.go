@@ -15,7 +15,7 @@ import (
 )
 
 // runFerry runs the binary with stdin, returning stdout, stderr and the exit code.
-func runFerry(t *testing.T, home, stdin string, args ...string) (string, string, int) {
+func runFerry(t testing.TB, home, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	cmd := exec.Command(ferryBin, args...)
 	cmd.Env = append(os.Environ(), "FERRY_HOME="+home)

@@ -300,8 +300,8 @@ type TestResult struct {
 // Test makes a tiny real call ("Reply with the word ok") and reports its latency,
 // reply and usage, or the error and its fix. Retries are limited to one so a test
 // of a broken provider answers quickly.
-func Test(ctx context.Context, db *storage.DB, id string) TestResult {
-	res := TestResult{ID: id, Time: time.Now()}
+func Test(ctx context.Context, db *storage.DB, id string) (res TestResult) {
+	res = TestResult{ID: id, Time: time.Now()}
 	p, err := Open(ctx, db, id)
 	if err != nil {
 		res.Error = err.Error()
