@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ferryhq/ferry/host/model/modeltest"
 	"golang.org/x/tools/txtar"
 )
 
@@ -64,7 +65,7 @@ var refusalRules = map[string]func(r *http.Request, body []byte) bool{
 	"max_completion_tokens": func(_ *http.Request, b []byte) bool {
 		return topLevel(b, "max_completion_tokens")
 	},
-	"no_reasoning_content": func(_ *http.Request, b []byte) bool { return lacksReasoningContent(b) },
+	"no_reasoning_content": func(_ *http.Request, b []byte) bool { return modeltest.LacksReasoning(b) },
 	"no_api_version":       func(r *http.Request, _ []byte) bool { return r.URL.Query().Get("api-version") == "" },
 	"no_api_key_header":    func(r *http.Request, _ []byte) bool { return r.Header.Get("api-key") == "" },
 	"duplicate_tool_use_id": func(_ *http.Request, b []byte) bool {
@@ -84,23 +85,6 @@ func topLevel(body []byte, key string) bool {
 	json.Unmarshal(body, &m)
 	_, ok := m[key]
 	return ok
-}
-
-func lacksReasoningContent(body []byte) bool {
-	var v struct {
-		Messages []struct {
-			Role             string            `json:"role"`
-			ToolCalls        []json.RawMessage `json:"tool_calls"`
-			ReasoningContent *string           `json:"reasoning_content"`
-		} `json:"messages"`
-	}
-	json.Unmarshal(body, &v)
-	for _, m := range v.Messages {
-		if m.Role == "assistant" && len(m.ToolCalls) > 0 && m.ReasoningContent == nil {
-			return true
-		}
-	}
-	return false
 }
 
 // replayServer serves a case's responses in order, byte for byte.

@@ -155,7 +155,6 @@ type Server struct {
 	// ReasoningRequired makes the OpenAI fake refuse, as DeepSeek's thinking mode
 	// does, a history whose tool-calling assistant turns lack reasoning_content.
 	reasoningRequired bool
-	now               func() time.Time
 }
 
 // RequireReasoning makes the OpenAI fake behave as DeepSeek's thinking mode: a
@@ -167,12 +166,7 @@ func (s *Server) RequireReasoning() {
 	s.reasoningRequired = true
 }
 
-// SetClock replaces the Anthropic fake's prompt-cache clock (tests of expiry).
-func (s *Server) SetClock(now func() time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.now = now
-}
+
 
 // NewOpenAI starts an OpenAI-compatible fake serving turns in order.
 func NewOpenAI(tb testing.TB, turns ...Turn) *Server { return New(tb, OpenAI, turns...) }
@@ -285,7 +279,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		verr = e
 	} else if e := s.checkAuth(r, key); e != nil {
 		verr = e
-	} else if verr == nil && s.Kind == OpenAI && s.reasoningRequiredNow() && lacksReasoning(body) {
+	} else if verr == nil && s.Kind == OpenAI && s.reasoningRequiredNow() && LacksReasoning(body) {
 		verr = &vendorErr{400, "invalid_request_error", "The reasoning_content in the thinking mode must be passed back to the API.", "invalid_request_error"}
 	}
 	if verr != nil {
@@ -340,11 +334,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		streamOpenAI(st, req, s.Model)
 	} else {
 		s.mu.Lock()
-		now := time.Now()
-		if s.now != nil {
-			now = s.now()
-		}
-		split := s.cache.use(body, now)
+		split := s.cache.use(body, time.Now())
 		s.mu.Unlock()
 		streamAnthropic(st, req, s.Model, split)
 	}
@@ -356,9 +346,9 @@ func (s *Server) reasoningRequiredNow() bool {
 	return s.reasoningRequired
 }
 
-// lacksReasoning reports an assistant message with tool calls and no
-// reasoning_content.
-func lacksReasoning(body []byte) bool {
+// LacksReasoning reports whether an OpenAI request body has an assistant message
+// with tool calls and no reasoning_content: what DeepSeek's thinking mode refuses.
+func LacksReasoning(body []byte) bool {
 	var v struct {
 		Messages []struct {
 			Role             string            `json:"role"`
