@@ -166,8 +166,6 @@ func (s *Server) RequireReasoning() {
 	s.reasoningRequired = true
 }
 
-
-
 // NewOpenAI starts an OpenAI-compatible fake serving turns in order.
 func NewOpenAI(tb testing.TB, turns ...Turn) *Server { return New(tb, OpenAI, turns...) }
 
