@@ -66,3 +66,33 @@ func TestLoopThroughFakeVendors(t *testing.T) {
 		})
 	}
 }
+
+// TestReasoningKeptAcrossHostRestart: DeepSeek's thinking mode refuses a history
+// whose tool-calling turn lacks its reasoning_content; the reasoning is stored with
+// the turn, so a conversation resumed by another host still sends it, and it is
+// never the answer.
+func TestReasoningKeptAcrossHostRestart(t *testing.T) {
+	fake := modeltest.NewOpenAI(t,
+		modeltest.Turn{Reasoning: "A task first.", ToolCalls: []modeltest.Call{{Name: "create_task", Arguments: `{"subject":"s"}`}}},
+		modeltest.Turn{Reasoning: "Now answer.", Text: "Done."},
+		modeltest.Turn{Text: "Still here."})
+	fake.RequireReasoning()
+	e := newEnv(t, &fakeProvider{})
+	ctx := context.Background()
+	e.db.SaveProvider(ctx, storage.ProviderConfig{ID: "ds", Kind: "openai", BaseURL: fake.URL, Model: "deepseek-v4-flash", Default: true})
+	open := func(ctx context.Context, id string) (model.Provider, error) { return model.Open(ctx, e.db, id) }
+	e.m.opts.Open = open
+	r, out := e.send("make a task", "")
+	if out.Status != storage.RunCompleted || out.Text != "Done." {
+		t.Fatalf("outcome %+v", out)
+	}
+	e.close()
+	e.open(func(o *Options) { o.Open = open })
+	_, out = e.send("and now?", r.ConversationID)
+	if out.Status != storage.RunCompleted || out.Text != "Still here." {
+		t.Fatalf("after a restart: %+v", out)
+	}
+	if !strings.Contains(string(fake.Last().Body), `"reasoning_content":"A task first."`) {
+		t.Fatalf("the stored reasoning was not sent back: %s", fake.Last().Body)
+	}
+}
