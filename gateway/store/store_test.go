@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,7 +152,7 @@ func TestConfigurationAudited(t *testing.T) {
 			t.Errorf("newest but one %+v", acts[1])
 		}
 		for _, a := range acts {
-			if a.Detail == "" || contains(a.Detail, "sk-secret") {
+			if a.Detail == "" || strings.Contains(a.Detail, "sk-secret") {
 				t.Errorf("admin action detail %q", a.Detail)
 			}
 		}
@@ -160,17 +161,6 @@ func TestConfigurationAudited(t *testing.T) {
 			t.Errorf("actions by root: %+v", mine)
 		}
 	})
-}
-
-func contains(s, sub string) bool { return len(sub) > 0 && len(s) >= len(sub) && (s == sub || indexOf(s, sub) >= 0) }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 // TestReserveConcurrent is the quota's core promise at the store: 200 requests
