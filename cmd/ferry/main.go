@@ -30,6 +30,7 @@ var commands = []command{
 	{"provider", "manage model providers: provider add|list|remove|test", cmdProvider},
 	{"run", "run the agent in the terminal: run [--provider ID] [--json] [--local] PROMPT", cmdRun},
 	{"mcp", "an MCP server on stdio for other agents (claude mcp add ferry -- ferry mcp)", cmdMCP},
+	{"gateway", "the team's model gateway: gateway serve|upstream|route|user|team|usage|audit|config", cmdGateway},
 	{"demo", "serve the demo pages and open Chromium wired to Ferry", cmdDemo},
 }
 

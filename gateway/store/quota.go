@@ -215,7 +215,10 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 			}
 		}
 	}
-	scopes := []string{UserScope(r.User, Tokens)}
+	var scopes []string
+	if r.User != "" {
+		scopes = append(scopes, UserScope(r.User, Tokens))
+	}
 	if r.Team != "" {
 		scopes = append(scopes, TeamScope(r.Team, Tokens))
 	}
@@ -248,6 +251,9 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 		if _, err := t.ExecContext(ctx, s.q(`INSERT INTO request_content(id, request, response) VALUES (?, ?, ?)`), r.ID, st.Content.Request, st.Content.Response); err != nil {
 			return err
 		}
+	}
+	if r.User == "" {
+		return nil // refused before anyone was known: audited, counted for no one
 	}
 	errs := 0
 	if r.Status >= 400 {

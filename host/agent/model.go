@@ -47,7 +47,7 @@ func (r *Run) callModel(ctx context.Context, purpose string, req model.Request, 
 		amu.Unlock()
 	}
 	started := time.Now()
-	resp, err := r.prov.Stream(ctx, req, onDelta, onAttempt)
+	resp, err := r.prov.Stream(model.WithTraceID(ctx, r.traceID), req, onDelta, onAttempt)
 	latency := time.Since(started)
 	if resp != nil {
 		r.mu.Lock()

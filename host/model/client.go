@@ -317,6 +317,9 @@ func (c *client) try(parent context.Context, url string, body []byte, o Options,
 		return nil, false, &Error{Provider: c.info.ID, Message: err.Error(), Err: err}
 	}
 	c.headers(hreq.Header, o)
+	if id := TraceID(parent); id != "" {
+		hreq.Header.Set(TraceHeader, id)
+	}
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		if parent.Err() != nil {

@@ -235,6 +235,9 @@ func streamAnthropic(st *streamer, req Request, fallbackModel string, cache cach
 	if in == 0 {
 		in = estimateTokens(len(req.Body))
 	}
+	if t.CachedTokens > 0 {
+		cache.read = t.CachedTokens
+	}
 	// As the API counts: input_tokens is only what was neither read from the
 	// cache nor written to it.
 	cache.read, cache.written = min(cache.read, in), min(cache.written, in-min(cache.read, in))

@@ -50,6 +50,7 @@ type Turn struct {
 	StopReason   string
 	InputTokens  int // 0: estimated from the request's size
 	OutputTokens int // 0: estimated from the answer's size
+	CachedTokens int // of the input, read from the prompt cache
 
 	Delay      time.Duration // before the response starts: a model taking its time
 	ChunkDelay time.Duration // between streamed events: a slow stream
@@ -104,6 +105,8 @@ type Request struct {
 	Tools        []Tool
 
 	Status int // what the fake answered: 200, or the failure's status
+	// Aborted: the client went away before the answer's end.
+	Aborted bool
 }
 
 // Message is one message of a request.
@@ -322,6 +325,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range turn.Header {
 		w.Header()[k] = v
 	}
+	if !req.Stream {
+		// A client that did not ask for a stream gets the whole answer as one
+		// JSON document, as the vendors answer.
+		writeWhole(w, s.Kind, req, turn, s.Model)
+		return
+	}
+	defer func() {
+		if r.Context().Err() != nil {
+			s.mu.Lock()
+			s.reqs[idx].Aborted = true
+			s.mu.Unlock()
+		}
+	}()
 	st := &streamer{w: w, r: r, turn: turn, rng: rand.New(rand.NewPCG(seed, uint64(req.N)))}
 	st.flusher, _ = w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")

@@ -242,7 +242,7 @@ func streamOpenAI(st *streamer, req Request, fallbackModel string) {
 		}
 		if !st.send("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
 			"system_fingerprint": "fp_fake", "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": in, "completion_tokens": outTok, "total_tokens": in + outTok}}) {
+			"usage": oaUsage(in, outTok, t.CachedTokens)}) {
 			return
 		}
 	}

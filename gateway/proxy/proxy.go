@@ -1,0 +1,802 @@
+// Package proxy serves the model endpoints: it authenticates a request by the
+// user's token, picks the route by model name, takes the quota, calls the route's
+// upstream with the gateway's key (falling back to the next upstream while nothing
+// has reached the client), passes the answer on as it comes, meters it, and
+// settles and audits the request.
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/gateway/auth"
+	"github.com/ferryhq/ferry/gateway/dialect"
+	"github.com/ferryhq/ferry/gateway/metrics"
+	"github.com/ferryhq/ferry/gateway/quota"
+	"github.com/ferryhq/ferry/gateway/settings"
+	"github.com/ferryhq/ferry/gateway/store"
+)
+
+// TraceHeader carries the trace id of the client's run (a Ferry host sends its
+// run's); the gateway records it in the request's audit row.
+const TraceHeader = "X-Ferry-Trace-Id"
+
+// RequestIDHeader names the gateway's audit row of the request, in its answer.
+const RequestIDHeader = "X-Ferry-Gateway-Request"
+
+// maxContent bounds each of a request's stored prompt and answer.
+const maxContent = 1 << 20
+
+// Proxy serves /v1/chat/completions, /v1/messages and /v1/models.
+type Proxy struct {
+	store    *store.Store
+	instance string
+	log      zerolog.Logger
+	http     *http.Client
+	snap     atomic.Pointer[auth.Snapshot]
+	rec      *recorder
+	m        *meters
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+
+	mu     sync.Mutex
+	active map[*inflight]struct{}
+}
+
+// inflight is a request being answered, which a change of its user cuts short.
+type inflight struct {
+	user   *store.User
+	cancel context.CancelCauseFunc
+}
+
+type meters struct {
+	requests  *metrics.CounterVec
+	tokens    *metrics.CounterVec
+	latency   *metrics.HistogramVec
+	ttfb      *metrics.HistogramVec
+	upErrors  *metrics.CounterVec
+	refusals  *metrics.CounterVec
+	active    *metrics.Gauge
+	fallbacks *metrics.CounterVec
+}
+
+// New makes a proxy writing to st, counting into reg.
+func New(st *store.Store, instance string, reg *metrics.Registry, log zerolog.Logger) *Proxy {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Hundreds of streams may be open to one vendor at once.
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 512
+	t.ResponseHeaderTimeout = 0
+	p := &Proxy{store: st, instance: instance, log: log, http: &http.Client{Transport: t}, Now: time.Now,
+		active: map[*inflight]struct{}{}}
+	p.m = &meters{
+		requests:  reg.NewCounter("ferry_gateway_requests_total", "Model requests answered, by endpoint dialect, model, upstream and HTTP status.", "dialect", "model", "upstream", "status"),
+		tokens:    reg.NewCounter("ferry_gateway_tokens_total", "Tokens counted, by model and kind (input, output, cached).", "model", "kind"),
+		latency:   reg.NewHistogram("ferry_gateway_request_duration_seconds", "Time from a request's arrival to its last byte, by model and status.", metrics.LatencyBuckets, "model", "status"),
+		ttfb:      reg.NewHistogram("ferry_gateway_time_to_first_byte_seconds", "Time from a request's arrival to the first byte of its answer, by model.", metrics.LatencyBuckets, "model"),
+		upErrors:  reg.NewCounter("ferry_gateway_upstream_errors_total", "Failed upstream attempts, by upstream and reason.", "upstream", "reason"),
+		refusals:  reg.NewCounter("ferry_gateway_quota_refusals_total", "Requests refused by a quota, by what ran out (tokens, requests).", "limit"),
+		active:    reg.NewGauge("ferry_gateway_active_requests", "Requests being answered now."),
+		fallbacks: reg.NewCounter("ferry_gateway_fallbacks_total", "Requests passed to a route's next upstream, by the upstream that failed.", "upstream"),
+	}
+	p.rec = newRecorder(st, log)
+	return p
+}
+
+// SetSnapshot puts a new configuration in force and cuts the requests of users it
+// disabled, removed or gave a new token.
+func (p *Proxy) SetSnapshot(s *auth.Snapshot) {
+	p.snap.Store(s)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for f := range p.active {
+		if !s.StillValid(f.user) {
+			f.cancel(errRevoked)
+		}
+	}
+}
+
+// Snapshot is the configuration in force.
+func (p *Proxy) Snapshot() *auth.Snapshot { return p.snap.Load() }
+
+// Close waits for the audit of answered requests to be written.
+func (p *Proxy) Close() { p.rec.close() }
+
+// Flush waits until every request answered so far is settled and audited.
+func (p *Proxy) Flush() { p.rec.flush() }
+
+var (
+	errRevoked   = errors.New("the user was disabled, removed or given a new token")
+	errIdle      = errors.New("the upstream sent nothing for too long")
+	errQuotaCut  = errors.New("the daily token quota ran out during the answer")
+	errClientGon = errors.New("the client went away")
+)
+
+// Handler serves the model endpoints.
+func (p *Proxy) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, dialect.OpenAI) })
+	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, dialect.Anthropic) })
+	mux.HandleFunc("GET /v1/models", p.models)
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		d := clientDialect(r)
+		writeError(w, d, dialect.KindNotFound, fmt.Sprintf("%s %s is not an endpoint of this gateway: it serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models", r.Method, r.URL.Path), 0)
+	})
+	return mux
+}
+
+// clientDialect guesses the dialect of a request to a path that has none:
+// Anthropic's clients always send anthropic-version.
+func clientDialect(r *http.Request) dialect.Dialect {
+	if r.Header.Get("anthropic-version") != "" || strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		return dialect.Anthropic
+	}
+	return dialect.OpenAI
+}
+
+func writeError(w http.ResponseWriter, d dialect.Dialect, k dialect.Kind, msg string, retryAfter time.Duration) {
+	writeErrorStatus(w, d, k, k.Status(), msg, retryAfter)
+}
+
+func writeErrorStatus(w http.ResponseWriter, d dialect.Dialect, k dialect.Kind, status int, msg string, retryAfter time.Duration) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(status)
+	w.Write(dialect.ErrorBody(d, k, msg))
+}
+
+func (p *Proxy) models(w http.ResponseWriter, r *http.Request) {
+	d := clientDialect(r)
+	snap := p.Snapshot()
+	u, err := snap.Authenticate(auth.Credential(r.Header))
+	if err != nil {
+		k := dialect.KindAuth
+		if errors.Is(err, auth.ErrDisabled) {
+			k = dialect.KindForbidden
+		}
+		writeError(w, d, k, err.Error(), 0)
+		return
+	}
+	var ms []dialect.Model
+	for _, rt := range snap.ModelsFor(u) {
+		owner := "ferry-gateway"
+		if up := snap.Upstreams[rt.Upstream]; up != nil {
+			owner = up.Kind
+		}
+		ms = append(ms, dialect.Model{ID: rt.Model, Created: rt.CreatedAt.Unix(), Owner: owner})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(dialect.Models(d, ms))
+}
+
+// call is one model request on its way through.
+type call struct {
+	p     *Proxy
+	w     http.ResponseWriter
+	r     *http.Request
+	d     dialect.Dialect
+	snap  *auth.Snapshot
+	start time.Time
+
+	rec     store.Request
+	user    *store.User
+	req     *dialect.Request
+	body    []byte
+	res     *store.Reservation
+	held    int64 // tokens the reservation holds (0: no token quota)
+	reserve int64 // quota.output_reserve
+	wrote   bool
+	content *store.Content
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d dialect.Dialect) {
+	c := &call{p: p, w: w, r: r, d: d, snap: p.Snapshot(), start: p.Now()}
+	c.rec = store.Request{ID: store.NewID(c.start), Time: c.start.UTC(), Dialect: string(d), TraceID: traceID(r.Header), Client: clientIP(r)}
+	w.Header().Set(RequestIDHeader, c.rec.ID)
+	p.m.active.Add(1)
+	defer p.m.active.Add(-1)
+	c.run()
+	c.finish()
+}
+
+// traceID reads the client's trace id when it is a plain token of up to 128
+// characters; anything else is not recorded.
+func traceID(h http.Header) string {
+	v := h.Get(TraceHeader)
+	if len(v) > 128 {
+		return ""
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:", r)) {
+			return ""
+		}
+	}
+	return v
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// fail answers with an error before anything was sent, and records it.
+func (c *call) fail(k dialect.Kind, msg string, retryAfter time.Duration) {
+	c.rec.Status, c.rec.Error = k.Status(), msg
+	writeError(c.w, c.d, k, msg, retryAfter)
+	c.wrote = true
+}
+
+func (c *call) run() {
+	snap := c.snap
+	u, err := snap.Authenticate(auth.Credential(c.r.Header))
+	if u != nil {
+		c.user, c.rec.User, c.rec.Team = u, u.Name, u.Team
+	}
+	if err != nil {
+		if errors.Is(err, auth.ErrDisabled) {
+			c.fail(dialect.KindForbidden, fmt.Sprintf("user %q is disabled; ask a gateway admin", u.Name), 0)
+		} else {
+			c.fail(dialect.KindAuth, err.Error(), 0)
+		}
+		return
+	}
+	limit := snap.Settings.Int(settings.MaxBodyMB) << 20
+	c.body, err = io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			c.fail(dialect.KindTooLarge, fmt.Sprintf("the request body is larger than %d MiB (the gateway's limits.max_body_mb)", limit>>20), 0)
+		} else {
+			c.fail(dialect.KindBadRequest, "could not read the request body: "+err.Error(), 0)
+		}
+		return
+	}
+	c.req, err = dialect.Parse(c.d, c.body)
+	if err != nil {
+		c.fail(dialect.KindBadRequest, err.Error(), 0)
+		return
+	}
+	c.rec.Model, c.rec.Stream = clip(c.req.Model, 200), c.req.Stream
+	route := snap.Routes[c.req.Model]
+	if route == nil {
+		c.fail(dialect.KindNotFound, fmt.Sprintf("the gateway has no route for model %q; GET /v1/models lists the models you may call", c.rec.Model), 0)
+		return
+	}
+	if !u.MayUse(route.Model) {
+		c.fail(dialect.KindForbidden, fmt.Sprintf("user %q may not call model %q; ask a gateway admin", u.Name, route.Model), 0)
+		return
+	}
+	primary := snap.Upstreams[route.Upstream]
+	if primary == nil {
+		c.fail(dialect.KindUpstream, fmt.Sprintf("the route of model %q names upstream %q, which is gone", route.Model, route.Upstream), 0)
+		return
+	}
+	if dialect.Dialect(primary.Kind) != c.d {
+		other := "/v1/chat/completions"
+		if primary.Kind == store.KindAnthropic {
+			other = "/v1/messages"
+		}
+		c.fail(dialect.KindBadRequest, fmt.Sprintf("model %q is served by an %s upstream: call %s with it (this gateway passes requests on in their own wire format and does not translate between formats)", route.Model, primary.Kind, other), 0)
+		return
+	}
+	c.rec.UpstreamModel = route.UpstreamModel
+	if c.snap.Settings.Bool(settings.StoreContent) {
+		c.content = &store.Content{Request: clip(string(c.body), maxContent)}
+	}
+	if !c.admit() {
+		return
+	}
+	c.forward(route)
+}
+
+// admit takes the request's quota: its requests of the minute, and a hold of its
+// tokens of the day.
+func (c *call) admit() bool {
+	lim := quota.Of(c.user, c.snap.Teams[c.user.Team])
+	c.reserve = c.snap.Settings.Int(settings.OutputReserve)
+	hold := int64(0)
+	if lim.Tokens() {
+		out := c.req.MaxTokens
+		if out == 0 {
+			out = c.reserve
+		}
+		hold = c.req.InputBound + out
+	}
+	claims := lim.Claims(c.start, hold)
+	if len(claims) == 0 {
+		return true
+	}
+	c.res = &store.Reservation{ID: c.rec.ID, Instance: c.p.instance, Claims: claims}
+	err := c.p.store.Reserve(c.r.Context(), c.res)
+	var ref *store.Refused
+	if errors.As(err, &ref) {
+		msg, rate, wait := quota.Refusal(ref, c.start)
+		k, what := dialect.KindQuota, "tokens"
+		if rate {
+			k, what = dialect.KindRateLimit, "requests"
+		}
+		c.p.m.refusals.Inc(what)
+		c.res = nil
+		c.fail(k, msg, wait)
+		return false
+	}
+	if err != nil {
+		c.res = nil
+		c.p.log.Error().Err(err).Msg("taking quota")
+		c.fail(dialect.KindInternal, "the gateway could not check the quota; try again", time.Second)
+		return false
+	}
+	if lim.Tokens() {
+		c.held = hold
+	}
+	return true
+}
+
+// attemptError is a failed upstream attempt.
+type attemptError struct {
+	kind     dialect.Kind
+	msg      string
+	fallback bool // the next upstream may succeed
+	reason   string
+	// passthrough is the upstream's own error response, in the client's dialect,
+	// given to the client as it came when no fallback is left.
+	status     int
+	body       []byte
+	retryAfter string
+}
+
+func (c *call) forward(route *store.Route) {
+	ctx, cancel := context.WithCancelCause(c.r.Context())
+	defer cancel(nil)
+	f := &inflight{user: c.user, cancel: cancel}
+	c.p.mu.Lock()
+	c.p.active[f] = struct{}{}
+	c.p.mu.Unlock()
+	defer func() {
+		c.p.mu.Lock()
+		delete(c.p.active, f)
+		c.p.mu.Unlock()
+	}()
+	// A change that landed between authentication and registration is not missed.
+	if s := c.p.Snapshot(); !s.StillValid(c.user) {
+		cancel(errRevoked)
+	}
+
+	names := append([]string{route.Upstream}, route.Fallbacks...)
+	var last *attemptError
+	for i, name := range names {
+		up := c.snap.Upstreams[name]
+		if up == nil || dialect.Dialect(up.Kind) != c.d {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		c.rec.Attempts++
+		c.rec.Upstream = up.Name
+		aerr := c.attempt(ctx, up, route)
+		if aerr == nil {
+			return
+		}
+		c.p.m.upErrors.Inc(up.Name, aerr.reason)
+		last = aerr
+		if !aerr.fallback || c.wrote {
+			break
+		}
+		if i < len(names)-1 {
+			c.p.m.fallbacks.Inc(up.Name)
+			c.p.log.Warn().Str("upstream", up.Name).Str("model", route.Model).Str("reason", aerr.msg).Msg("falling back")
+		}
+	}
+	if c.wrote {
+		return
+	}
+	if cause := context.Cause(ctx); ctx.Err() != nil {
+		c.endBeforeAnswer(cause)
+		return
+	}
+	if last == nil {
+		c.fail(dialect.KindUpstream, fmt.Sprintf("no upstream of model %q speaks this endpoint's format", route.Model), 0)
+		return
+	}
+	if last.body != nil {
+		c.rec.Status, c.rec.Error = last.status, clip(last.msg, 500)
+		h := c.w.Header()
+		h.Set("Content-Type", "application/json")
+		if last.retryAfter != "" {
+			h.Set("Retry-After", last.retryAfter)
+		}
+		c.w.WriteHeader(last.status)
+		c.w.Write(last.body)
+		c.wrote = true
+		return
+	}
+	c.fail(last.kind, last.msg, 0)
+}
+
+// endBeforeAnswer records a request whose context ended before any answer.
+func (c *call) endBeforeAnswer(cause error) {
+	switch {
+	case errors.Is(cause, errRevoked):
+		c.fail(dialect.KindForbidden, "this user was disabled, removed or given a new token; ask a gateway admin", 0)
+	default:
+		c.rec.Status, c.rec.Error = 499, "the client went away before the answer"
+	}
+}
+
+// scrub removes the upstream's key from text the upstream sent, should it quote
+// it back.
+func scrub(b []byte, key string) []byte {
+	if len(key) < 8 {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(key), []byte("[redacted]"))
+}
+
+func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.Route) *attemptError {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	opts := dialect.Options{Model: route.UpstreamModel}
+	if c.held > 0 && !c.req.Stream {
+		// A whole answer cannot be cut when the quota runs out: it is bounded.
+		opts.CapTokens = c.reserve
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, dialect.Endpoint(c.d, up.BaseURL), bytes.NewReader(c.req.Body(opts)))
+	if err != nil {
+		return &attemptError{kind: dialect.KindUpstream, msg: "bad upstream URL", reason: "config"}
+	}
+	dialect.Headers(c.d, hreq.Header, c.r.Header, up.APIKey, c.req.Stream)
+	hreq.Header.Set("User-Agent", "ferry-gateway/"+buildinfo.Version)
+	idle := c.snap.Settings.Seconds(settings.IdleTimeout)
+	watchdog := time.AfterFunc(idle, func() { cancel(errIdle) })
+	defer watchdog.Stop()
+	resp, err := c.p.http.Do(hreq)
+	if err != nil {
+		if parent.Err() != nil {
+			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
+		}
+		if errors.Is(context.Cause(ctx), errIdle) {
+			return &attemptError{kind: dialect.KindTimeout, msg: fmt.Sprintf("upstream %q did not answer within %s", up.Name, idle), fallback: true, reason: "timeout"}
+		}
+		msg := string(scrub([]byte(unwrapURLError(err).Error()), up.APIKey))
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("cannot reach upstream %q: %s", up.Name, msg), fallback: true, reason: "network"}
+	}
+	defer resp.Body.Close()
+	body := &idleReader{r: resp.Body, reset: func() { watchdog.Reset(idle) }}
+	if resp.StatusCode != http.StatusOK {
+		return c.upstreamStatus(up, resp)
+	}
+	if c.req.Stream {
+		return c.stream(ctx, up, resp, body)
+	}
+	return c.whole(ctx, up, resp, body)
+}
+
+func unwrapURLError(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
+
+type idleReader struct {
+	r     io.Reader
+	reset func()
+}
+
+func (b *idleReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.reset()
+	}
+	return n, err
+}
+
+// upstreamStatus reads an upstream's error answer and decides what follows.
+func (c *call) upstreamStatus(up *store.Upstream, resp *http.Response) *attemptError {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	b = scrub(b, up.APIKey)
+	st := resp.StatusCode
+	vendorMsg := vendorMessage(b)
+	e := &attemptError{reason: strconv.Itoa(st)}
+	switch {
+	case st == 401 || st == 403:
+		// The gateway's key, not the client's token: the client cannot fix it.
+		e.kind, e.fallback = dialect.KindUpstream, true
+		e.msg = fmt.Sprintf("upstream %q refused the gateway's key (HTTP %d: %s); a gateway admin must update it with: ferry gateway upstream add %s … --api-key-stdin", up.Name, st, vendorMsg, up.Name)
+	case st == 429:
+		e.kind, e.fallback = dialect.KindRateLimit, true
+		e.msg = fmt.Sprintf("upstream %q is rate limiting the gateway: %s", up.Name, vendorMsg)
+		e.status, e.body, e.retryAfter = st, b, resp.Header.Get("Retry-After")
+		if !json200ish(b) {
+			e.body = dialect.ErrorBody(c.d, dialect.KindRateLimit, e.msg)
+		}
+	case st == 408 || st >= 500:
+		e.kind, e.fallback = dialect.KindUpstream, true
+		if st == 504 || st == 408 {
+			e.kind = dialect.KindTimeout
+		}
+		e.msg = fmt.Sprintf("upstream %q failed (HTTP %d): %s", up.Name, st, vendorMsg)
+		if st == 503 || st == 529 {
+			// Overloaded: passed on as it is, for the client's SDK to back off.
+			e.kind = dialect.KindOverloaded
+			e.status, e.body, e.retryAfter = st, b, resp.Header.Get("Retry-After")
+			if !json200ish(b) {
+				e.body = dialect.ErrorBody(c.d, dialect.KindOverloaded, e.msg)
+			}
+		}
+	default:
+		// The request itself is at fault (400, 404, 413, 422…): another upstream
+		// would refuse it too. The vendor's answer is in the client's dialect.
+		e.kind = dialect.KindBadRequest
+		e.msg = fmt.Sprintf("upstream %q refused the request (HTTP %d): %s", up.Name, st, vendorMsg)
+		e.status, e.body = st, b
+		if !json200ish(b) {
+			e.body = dialect.ErrorBody(c.d, dialect.KindBadRequest, e.msg)
+		}
+	}
+	return e
+}
+
+// json200ish: the body is a JSON object, fit to pass on as an error answer.
+func json200ish(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{' && b[len(b)-1] == '}'
+}
+
+// vendorMessage finds the message of a vendor's error body.
+func vendorMessage(b []byte) string {
+	var v struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		if v.Error.Message != "" {
+			return clip(v.Error.Message, 300)
+		}
+		if v.Message != "" {
+			return clip(v.Message, 300)
+		}
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" || strings.HasPrefix(s, "<") {
+		return "no message"
+	}
+	return clip(s, 300)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// commit sends the response's headers: from here on there is no fallback.
+func (c *call) commit(status int, h http.Header) {
+	out := c.w.Header()
+	for k, v := range h {
+		out[k] = v
+	}
+	c.w.WriteHeader(status)
+	c.wrote = true
+	c.rec.TTFB = c.p.Now().Sub(c.start)
+	c.p.m.ttfb.Observe(c.rec.TTFB.Seconds(), c.rec.Model)
+}
+
+func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Response, body io.Reader) *attemptError {
+	sr := newSSEReader(body)
+	ev, err := sr.next()
+	if err != nil {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) {
+			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
+		}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's stream ended before its first event: %v", up.Name, err), fallback: true, reason: "stream"}
+	}
+	c.commit(http.StatusOK, http.Header{
+		"Content-Type":      {"text/event-stream; charset=utf-8"},
+		"Cache-Control":     {"no-cache"},
+		"X-Accel-Buffering": {"no"},
+	})
+	rc := http.NewResponseController(c.w)
+	meter := &dialect.Meter{D: c.d, HideUsage: c.d == dialect.OpenAI && !c.req.IncludeUsage}
+	var captured []byte
+	clientGone := false
+	for {
+		if meter.Event(ev.name, ev.data) {
+			raw := ev.raw
+			if !bytes.HasSuffix(raw, []byte("\n\n")) {
+				raw = append(raw, '\n')
+			}
+			if _, werr := c.w.Write(raw); werr != nil {
+				clientGone = true
+				break
+			}
+			if c.content != nil && len(captured) < maxContent {
+				captured = append(captured, raw...)
+			}
+			if !sr.buffered() {
+				rc.Flush()
+			}
+		}
+		if c.held > 0 && c.req.MaxTokens == 0 && c.req.InputBound+meter.OutBytes > c.held {
+			// The answer has run past its hold: hold more while there is room, or
+			// end it here.
+			if err := c.p.store.Extend(ctx, c.res, c.reserve); err != nil {
+				if !errors.As(err, new(*store.Refused)) {
+					c.p.log.Error().Err(err).Msg("extending a reservation")
+				}
+				c.cut(meter, errQuotaCut)
+				c.settleStream(meter)
+				return nil
+			}
+			c.held += c.reserve
+		}
+		ev, err = sr.next()
+		if err != nil {
+			break
+		}
+	}
+	switch {
+	case meter.Err != nil:
+		c.rec.Status, c.rec.Error = 502, clip(fmt.Sprintf("upstream %q sent an error in the stream: %s %s", up.Name, meter.Err.Type, meter.Err.Message), 500)
+	case meter.Done:
+		c.rec.Status = 200
+	case clientGone:
+		c.cut(meter, errClientGon)
+	case ctx.Err() != nil:
+		c.cut(meter, context.Cause(ctx))
+	case c.r.Context().Err() != nil:
+		c.cut(meter, errClientGon)
+	default:
+		c.cut(meter, fmt.Errorf("upstream %q's stream broke before its end: %v", up.Name, err))
+	}
+	if c.content != nil {
+		c.content.Response = string(captured)
+	}
+	c.settleStream(meter)
+	return nil
+}
+
+// cut ends a stream the gateway could not finish, with the dialect's error event
+// when the client is still there.
+func (c *call) cut(meter *dialect.Meter, cause error) {
+	var k dialect.Kind
+	var msg string
+	switch {
+	case errors.Is(cause, errClientGon) || c.r.Context().Err() != nil:
+		c.rec.Status, c.rec.Error = 499, "the client went away during the answer"
+		return
+	case errors.Is(cause, errRevoked):
+		k, msg = dialect.KindForbidden, "this user was disabled, removed or given a new token during the answer; ask a gateway admin"
+	case errors.Is(cause, errQuotaCut):
+		k, msg = dialect.KindQuota, "the daily token quota ran out during the answer; it renews at midnight UTC"
+	case errors.Is(cause, errIdle):
+		k, msg = dialect.KindTimeout, fmt.Sprintf("the upstream sent nothing for %s; the answer is incomplete", c.snap.Settings.Seconds(settings.IdleTimeout))
+	default:
+		k, msg = dialect.KindUpstream, cause.Error()+"; the answer is incomplete"
+	}
+	c.rec.Status, c.rec.Error = k.Status(), clip(msg, 500)
+	c.w.Write(dialect.ErrorEvent(c.d, k, msg))
+	http.NewResponseController(c.w).Flush()
+}
+
+func (c *call) settleStream(meter *dialect.Meter) {
+	u := meter.Final(dialect.EstimateBytes(c.req.InputBound))
+	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+}
+
+// maxWhole bounds how much of a whole answer is kept to read its usage; past it
+// the answer still passes on, and its usage is estimated.
+const maxWhole = 16 << 20
+
+func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Response, body io.Reader) *attemptError {
+	first := make([]byte, 32<<10)
+	n, err := io.ReadAtLeast(body, first, 1)
+	if n == 0 {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) {
+			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
+		}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer ended before its first byte: %v", up.Name, err), fallback: true, reason: "stream"}
+	}
+	h := http.Header{"Content-Type": {resp.Header.Get("Content-Type")}}
+	if resp.ContentLength >= 0 && !resp.Uncompressed {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	c.commit(http.StatusOK, h)
+	kept := append([]byte(nil), first[:n]...)
+	c.w.Write(first[:n])
+	var rerr error
+	if err == nil {
+		for {
+			m, e := body.Read(first)
+			if m > 0 {
+				if _, werr := c.w.Write(first[:m]); werr != nil {
+					rerr = werr
+					break
+				}
+				if len(kept) < maxWhole {
+					kept = append(kept, first[:m]...)
+				}
+			}
+			if e != nil {
+				if e != io.EOF {
+					rerr = e
+				}
+				break
+			}
+		}
+	}
+	if c.content != nil {
+		c.content.Response = clip(string(kept), maxContent)
+	}
+	u, ok := dialect.WholeUsage(c.d, kept)
+	switch {
+	case rerr != nil && c.r.Context().Err() != nil:
+		c.rec.Status, c.rec.Error = 499, "the client went away during the answer"
+	case rerr != nil:
+		c.rec.Status, c.rec.Error = 502, clip(fmt.Sprintf("upstream %q's answer broke before its end: %v", up.Name, rerr), 500)
+	default:
+		c.rec.Status = 200
+	}
+	if !ok {
+		u = dialect.Usage{Input: dialect.EstimateBytes(c.req.InputBound), Output: dialect.EstimateBytes(int64(len(kept)))}
+	}
+	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+	return nil
+}
+
+// finish counts the request and hands it to the recorder, which settles its
+// reservation and writes its audit row off the answer's path.
+func (c *call) finish() {
+	c.rec.Latency = c.p.Now().Sub(c.start)
+	status := strconv.Itoa(c.rec.Status)
+	c.p.m.requests.Inc(string(c.d), c.rec.Model, c.rec.Upstream, status)
+	c.p.m.latency.Observe(c.rec.Latency.Seconds(), c.rec.Model, status)
+	if c.rec.InputTokens > 0 {
+		c.p.m.tokens.Add(uint64(c.rec.InputTokens), c.rec.Model, "input")
+	}
+	if c.rec.OutputTokens > 0 {
+		c.p.m.tokens.Add(uint64(c.rec.OutputTokens), c.rec.Model, "output")
+	}
+	if c.rec.CachedTokens > 0 {
+		c.p.m.tokens.Add(uint64(c.rec.CachedTokens), c.rec.Model, "cached")
+	}
+	st := store.Settlement{Reservation: c.res, Request: c.rec}
+	if c.content != nil && c.rec.User != "" {
+		st.Content = c.content
+	}
+	c.p.rec.add(st)
+	ev := c.p.log.Info()
+	if c.rec.Status >= 400 {
+		ev = c.p.log.Warn().Str("error", c.rec.Error)
+	}
+	ev.Str("id", c.rec.ID).Str("user", c.rec.User).Str("model", c.rec.Model).Str("upstream", c.rec.Upstream).
+		Int("status", c.rec.Status).Int64("in", c.rec.InputTokens).Int64("out", c.rec.OutputTokens).
+		Dur("latency", c.rec.Latency).Str("trace_id", c.rec.TraceID).Msg("request")
+}

@@ -1,0 +1,75 @@
+// Package quota turns a user's and a team's limits into the claims a request
+// takes before it goes upstream, and says when a refused request may try again.
+//
+// Why the limits hold under concurrency: every claim is taken by one conditional
+// statement in the database (see store.Reserve), which admits a request only
+// while its counter has room left, counting what requests in flight hold. A
+// request holds a bound of its tokens (its input's bytes, its images and the
+// answer's limit), so the counter runs ahead of what is really spent; when the
+// request ends, the hold is swapped for the vendor's figures. At most the last
+// request admitted can take the counter past its limit, by at most its own hold.
+// Requests a minute are counted at admission and are exact.
+package quota
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ferryhq/ferry/gateway/store"
+)
+
+// Limits of a request: its user's and its team's (0: none).
+type Limits struct {
+	User, Team          string
+	UserTokens, UserRPM int64
+	TeamTokens, TeamRPM int64
+}
+
+// Of reads the limits that apply to a user.
+func Of(u *store.User, team *store.Team) Limits {
+	l := Limits{User: u.Name, Team: u.Team, UserTokens: u.DailyTokens, UserRPM: u.RPM}
+	if team != nil {
+		l.TeamTokens, l.TeamRPM = team.DailyTokens, team.RPM
+	}
+	return l
+}
+
+// Tokens tells whether any token limit applies.
+func (l Limits) Tokens() bool { return l.UserTokens > 0 || l.TeamTokens > 0 }
+
+// Claims are what a request takes at now, holding hold tokens.
+func (l Limits) Claims(now time.Time, hold int64) []store.Claim {
+	day, minute := store.Day(now), store.Minute(now)
+	var cs []store.Claim
+	if l.UserRPM > 0 {
+		cs = append(cs, store.Claim{Scope: store.UserScope(l.User, store.Requests), Bucket: minute, Amount: 1, Limit: l.UserRPM, Count: true})
+	}
+	if l.TeamRPM > 0 && l.Team != "" {
+		cs = append(cs, store.Claim{Scope: store.TeamScope(l.Team, store.Requests), Bucket: minute, Amount: 1, Limit: l.TeamRPM, Count: true})
+	}
+	if l.UserTokens > 0 {
+		cs = append(cs, store.Claim{Scope: store.UserScope(l.User, store.Tokens), Bucket: day, Amount: hold, Limit: l.UserTokens})
+	}
+	if l.TeamTokens > 0 && l.Team != "" {
+		cs = append(cs, store.Claim{Scope: store.TeamScope(l.Team, store.Tokens), Bucket: day, Amount: hold, Limit: l.TeamTokens})
+	}
+	return cs
+}
+
+// Refusal explains a refused claim: the message for the client, whether it was
+// the request rate (rather than the day's tokens), and the wait until its
+// counter's window turns.
+func Refusal(r *store.Refused, now time.Time) (msg string, rate bool, retryAfter time.Duration) {
+	c := r.Claim
+	who := "your"
+	if len(c.Scope) > 5 && c.Scope[:5] == "team:" {
+		who = "your team's"
+	}
+	if c.Count {
+		next := time.Unix((store.Minute(now)+1)*60, 0)
+		return fmt.Sprintf("%s limit of %d requests a minute is reached; try again in %d s", who, c.Limit, int(next.Sub(now).Seconds())+1), true, next.Sub(now)
+	}
+	next := store.DayStart(store.Day(now) + 1)
+	return fmt.Sprintf("%s daily quota of %d tokens is used up (%d used, %d held by requests in flight); it renews at %s UTC",
+		who, c.Limit, r.Used, r.Reserved, next.Format("2006-01-02 15:04")), false, next.Sub(now)
+}
