@@ -69,7 +69,12 @@ func Refusal(r *store.Refused, now time.Time) (msg string, rate bool, retryAfter
 		next := time.Unix((store.Minute(now)+1)*60, 0)
 		return fmt.Sprintf("%s limit of %d requests a minute is reached; try again in %d s", who, c.Limit, int(next.Sub(now).Seconds())+1), true, next.Sub(now)
 	}
+	if r.Used < c.Limit {
+		// The room left is held by requests in flight; it frees as they end.
+		return fmt.Sprintf("%s daily quota of %d tokens is held by requests in flight (%d used, %d held); try again in a few seconds",
+			who, c.Limit, r.Used, r.Reserved), false, 2 * time.Second
+	}
 	next := store.DayStart(store.Day(now) + 1)
-	return fmt.Sprintf("%s daily quota of %d tokens is used up (%d used, %d held by requests in flight); it renews at %s UTC",
-		who, c.Limit, r.Used, r.Reserved, next.Format("2006-01-02 15:04")), false, next.Sub(now)
+	return fmt.Sprintf("%s daily quota of %d tokens is used up (%d used); it renews at %s UTC",
+		who, c.Limit, r.Used, next.Format("2006-01-02 15:04")), false, next.Sub(now)
 }
