@@ -43,12 +43,12 @@ func TestMain(m *testing.M) {
 
 // env is one gateway database and the commands that manage it.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	dsn  string
 	home string
 }
 
-func newEnv(t *testing.T, engine string) *env {
+func newEnv(t testing.TB, engine string) *env {
 	return &env{t: t, dsn: storetest.DSN(t, engine), home: t.TempDir()}
 }
 
