@@ -74,7 +74,9 @@ func BenchmarkAddedLatency(b *testing.B) {
 
 func benchLatency(b *testing.B, limited bool) {
 	fake := modeltest.NewOpenAI(b)
-	fake.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "ok", InputTokens: 5, OutputTokens: 1} })
+	fake.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: "ok", InputTokens: 5, OutputTokens: 1}
+	})
 	e := newEnv(b, "sqlite")
 	e.must("", "upstream", "add", "oa", "--kind", "openai", "--base-url", fake.URL)
 	e.must("", "route", "add", "gpt", "--upstream", "oa")
@@ -108,8 +110,8 @@ func benchLatency(b *testing.B, limited bool) {
 		ds, gs := pct(dTTFB, .5), pct(gTTFB, .5)
 		fmt.Printf("added latency (quota=%v): whole p50 %v direct, %v through the gateway: +%v (p90 +%v); stream first byte p50 %v direct, %v through: +%v (p90 +%v); load %s\n",
 			limited, dw, gwh, gwh-dw, pct(gWhole, .9)-pct(dWhole, .9), ds, gs, gs-ds, pct(gTTFB, .9)-pct(dTTFB, .9), loadavg())
-		b.ReportMetric(float64((gwh-dw).Microseconds()), "added-whole-p50-µs")
-		b.ReportMetric(float64((gs-ds).Microseconds()), "added-ttfb-p50-µs")
+		b.ReportMetric(float64((gwh - dw).Microseconds()), "added-whole-p50-µs")
+		b.ReportMetric(float64((gs - ds).Microseconds()), "added-ttfb-p50-µs")
 	}
 }
 
