@@ -285,8 +285,9 @@ func (g *gw) table(header string, rows [][]string) {
 	tw.Flush()
 }
 
-func (g *gw) upstreamList(args []string) int {
-	fs := g.flags("upstream list")
+// list is every list command: --json prints the rows as JSON, else a table.
+func list[T any](g *gw, args []string, name string, fetch func(*store.Store, context.Context) ([]T, error), header string, row func(T) []string) int {
+	fs := g.flags(name)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, code := g.parse(fs, args, ""); code != 0 {
 		return code
@@ -297,25 +298,31 @@ func (g *gw) upstreamList(args []string) int {
 		return 1
 	}
 	defer st.Close()
-	ups, err := st.Upstreams(ctx, false)
+	items, err := fetch(st, ctx)
 	if err != nil {
 		return g.fail(err)
 	}
 	if *asJSON {
-		return g.jsonOut(ups)
+		return g.jsonOut(items)
 	}
 	var rows [][]string
-	for _, u := range ups {
-		key := "no"
-		if u.HasKey {
-			key = "yes"
-		}
-		rows = append(rows, []string{u.Name, u.Kind, u.BaseURL, key})
+	for _, it := range items {
+		rows = append(rows, row(it))
 	}
-	g.table("NAME\tKIND\tBASE URL\tKEY", rows)
+	g.table(header, rows)
 	return 0
 }
 
+func (g *gw) upstreamList(args []string) int {
+	return list(g, args, "upstream list", func(st *store.Store, ctx context.Context) ([]store.Upstream, error) { return st.Upstreams(ctx, false) },
+		"NAME\tKIND\tBASE URL\tKEY", func(u store.Upstream) []string {
+			key := "no"
+			if u.HasKey {
+				key = "yes"
+			}
+			return []string{u.Name, u.Kind, u.BaseURL, key}
+		})
+}
 func (g *gw) routeAdd(args []string) int {
 	fs := g.flags("route add")
 	up := fs.String("upstream", "", "the upstream that serves the model")
@@ -352,30 +359,9 @@ func (g *gw) routeAdd(args []string) int {
 }
 
 func (g *gw) routeList(args []string) int {
-	fs := g.flags("route list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, code := g.parse(fs, args, ""); code != 0 {
-		return code
-	}
-	ctx := context.Background()
-	st, ok := g.open(ctx)
-	if !ok {
-		return 1
-	}
-	defer st.Close()
-	rs, err := st.Routes(ctx)
-	if err != nil {
-		return g.fail(err)
-	}
-	if *asJSON {
-		return g.jsonOut(rs)
-	}
-	var rows [][]string
-	for _, r := range rs {
-		rows = append(rows, []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ",")})
-	}
-	g.table("MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS", rows)
-	return 0
+	return list(g, args, "route list", (*store.Store).Routes, "MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS", func(r store.Route) []string {
+		return []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ",")}
+	})
 }
 
 type userFlags struct {
@@ -477,44 +463,20 @@ func (g *gw) userRotate(args []string) int {
 }
 
 func (g *gw) userList(args []string) int {
-	fs := g.flags("user list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, code := g.parse(fs, args, ""); code != 0 {
-		return code
-	}
-	ctx := context.Background()
-	st, ok := g.open(ctx)
-	if !ok {
-		return 1
-	}
-	defer st.Close()
-	us, err := st.Users(ctx)
-	if err != nil {
-		return g.fail(err)
-	}
-	if *asJSON {
-		return g.jsonOut(us)
-	}
-	var rows [][]string
-	for _, u := range us {
-		state := "enabled"
+	return list(g, args, "user list", (*store.Store).Users, "NAME\tTEAM\tSTATE\tROLE\tDAILY TOKENS\tRPM\tMODELS", func(u store.User) []string {
+		state, role, ms := "enabled", "", strings.Join(u.Models, ",")
 		if u.Disabled {
 			state = "disabled"
 		}
-		role := ""
 		if u.Admin {
 			role = "admin"
 		}
-		ms := strings.Join(u.Models, ",")
 		if ms == "" {
 			ms = "*"
 		}
-		rows = append(rows, []string{u.Name, u.Team, state, role, limit(u.DailyTokens), limit(u.RPM), ms})
-	}
-	g.table("NAME\tTEAM\tSTATE\tROLE\tDAILY TOKENS\tRPM\tMODELS", rows)
-	return 0
+		return []string{u.Name, u.Team, state, role, limit(u.DailyTokens), limit(u.RPM), ms}
+	})
 }
-
 func limit(n int64) string {
 	if n == 0 {
 		return "-"
@@ -536,30 +498,9 @@ func (g *gw) teamSet(args []string) int {
 }
 
 func (g *gw) teamList(args []string) int {
-	fs := g.flags("team list")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, code := g.parse(fs, args, ""); code != 0 {
-		return code
-	}
-	ctx := context.Background()
-	st, ok := g.open(ctx)
-	if !ok {
-		return 1
-	}
-	defer st.Close()
-	ts, err := st.Teams(ctx)
-	if err != nil {
-		return g.fail(err)
-	}
-	if *asJSON {
-		return g.jsonOut(ts)
-	}
-	var rows [][]string
-	for _, t := range ts {
-		rows = append(rows, []string{t.Name, strconv.Itoa(t.Members), limit(t.DailyTokens), limit(t.RPM)})
-	}
-	g.table("TEAM\tMEMBERS\tDAILY TOKENS\tRPM", rows)
-	return 0
+	return list(g, args, "team list", (*store.Store).Teams, "TEAM\tMEMBERS\tDAILY TOKENS\tRPM", func(t store.Team) []string {
+		return []string{t.Name, strconv.Itoa(t.Members), limit(t.DailyTokens), limit(t.RPM)}
+	})
 }
 
 // parseDay reads a DATE flag: YYYY-MM-DD (UTC), or an RFC 3339 time.
