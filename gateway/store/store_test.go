@@ -229,6 +229,7 @@ func TestSettleAndUsage(t *testing.T) {
 		}
 		settle := func(res *store.Reservation, user, model string, in, out int64, status int, content *store.Content) {
 			t.Helper()
+			now = now.Add(time.Second) // ids order by time: one second apart, the newest last
 			err := s.Settle(ctx, []store.Settlement{{Reservation: res, Content: content, Request: store.Request{
 				Time: now, User: user, Team: "web", Dialect: "openai", Model: model, Upstream: "oa", UpstreamModel: model,
 				Status: status, InputTokens: in, OutputTokens: out, Latency: 1500 * time.Microsecond, TraceID: "trace-1", Attempts: 1}}})
