@@ -1,6 +1,8 @@
 // Package host is Ferry's brain: the process a browser starts through native
-// messaging. It answers the extension's JSON-RPC methods and owns every decision
-// about tools, runs and what gets recorded.
+// messaging. It puts the rooms together (the toolbox, the method table, the line to
+// the person) and serves the extension's connection; it answers host.hello,
+// host.info and host.ping itself. Every other method lives beside the room it
+// exposes and is registered here.
 package host
 
 import (
@@ -10,86 +12,71 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host/agent"
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/pageactions"
+	"github.com/ferryhq/ferry/host/toolbox"
+	"github.com/ferryhq/ferry/host/uiconn"
+	"github.com/ferryhq/ferry/host/workspace"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
 
-// SettingAllowedExtensions holds the extension IDs, beyond the pinned one, that may
-// start the host (a JSON array; `ferry install --extension-id` adds to it).
-const SettingAllowedExtensions = "host.allowed_extension_ids"
+// SettingLogLevel is the least severe level the host's log writes.
+const SettingLogLevel = "log.level"
+
+func init() {
+	config.Register(config.Setting{
+		Key:         SettingLogLevel,
+		Description: "the least severe log level written: debug, info, warn or error",
+		Default:     "info",
+		Validate:    config.OneOf("debug", "info", "warn", "error"),
+	})
+}
 
 // Host is one running host: its database, its methods and its connection.
 type Host struct {
 	DB      *storage.DB
 	DataDir string
 	Log     zerolog.Logger
-	Methods *Methods
+	Methods *protocol.Mux
 	Caller  string // the extension origin that started us, when a browser did
 	// Tools is the registry and its audit log; Close must run before the database
 	// closes, or queued audit rows are lost.
-	Tools *Toolbox
+	Tools *toolbox.Toolbox
 
 	started time.Time
 	now     func() time.Time
 
-	connMu sync.Mutex
-	conn   *protocol.Conn // the extension's connection while Serve runs
-	panels *panelCount    // its side panels, as it last reported them
+	ui uiconn.Link // the extension's connection while Serve runs
 }
 
-// New prepares a host over an open database and registers the built-in methods.
+// New prepares a host over an open database and registers every method it answers.
 func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
-	h := &Host{DB: db, DataDir: dataDir, Log: log, Methods: NewMethods(), now: time.Now}
+	h := &Host{DB: db, DataDir: dataDir, Log: log, Methods: protocol.NewMux(), now: time.Now}
 	h.started = h.now()
-	tb, err := OpenToolbox(db, log, h)
+	tb, err := toolbox.Open(db, log, &h.ui)
 	if err != nil {
 		return nil, err
 	}
 	h.Tools = tb
-	for name, fn := range map[string]MethodFunc{
-		"host.hello":    h.hello,
-		"host.info":     h.info,
-		"host.ping":     h.ping,
-		"settings.list": h.settingsList,
-		"settings.set":  h.settingsSet,
-		"secrets.set":   h.secretsSet,
-		"tools.list":    h.toolsList,
-		"tools.call":    h.toolsCall,
-		"audit.query":   h.auditQuery,
-		"audit.export":  h.auditExport,
-	} {
-		if err := h.Methods.Register(name, fn); err != nil {
-			tb.Close()
-			return nil, err
-		}
-	}
-	register := func(name string, fn func(context.Context, json.RawMessage) (any, error)) error {
-		return h.Methods.Register(name, fn)
-	}
-	if err := model.RegisterMethods(register, db); err != nil {
-		tb.Close()
-		return nil, err
-	}
-	if err := agent.RegisterMethods(h.Methods.Register, tb.Agent); err != nil {
-		tb.Close()
-		return nil, err
-	}
-	if err := pageactions.RegisterMethods(h.Methods.Register, tb.Pages); err != nil {
-		tb.Close()
-		return nil, err
-	}
-	if err := h.registerUIMethods(); err != nil { // ui.presence, workspace.* (ui_methods.go)
-		tb.Close()
-		return nil, err
-	}
+	mux := h.Methods
+	protocol.Handle(mux, "host.hello", h.hello)
+	protocol.Handle(mux, "host.info", h.info)
+	protocol.Handle(mux, "host.ping", h.ping)
+	// The tool pipeline caches its policy for a second: a change applies to the next call.
+	config.RegisterMethods(mux, db, tb.Registry.RefreshSettings)
+	toolbox.RegisterMethods(mux, tb)
+	model.RegisterMethods(mux, db)
+	agent.RegisterMethods(mux, tb.Agent)
+	pageactions.RegisterMethods(mux, tb.Pages)
+	uiconn.RegisterMethods(mux, &h.ui, log)
+	workspace.RegisterMethods(mux, db, log)
 	return h, nil
 }
 
@@ -99,42 +86,19 @@ func (h *Host) Close() error { return h.Tools.Close() }
 
 // Conn is the extension's connection while Serve runs (nil otherwise), for sending
 // requests to the extension.
-func (h *Host) Conn() *protocol.Conn {
-	h.connMu.Lock()
-	defer h.connMu.Unlock()
-	return h.conn
-}
-
-// AllowedExtensions is the pinned extension ID plus the ones the user installed for.
-func (h *Host) AllowedExtensions(ctx context.Context) ([]string, error) {
-	ids := []string{buildinfo.ExtensionID}
-	raw, ok, err := h.DB.GetSetting(ctx, SettingAllowedExtensions)
-	if err != nil || !ok {
-		return ids, err
-	}
-	var extra []string
-	if err := json.Unmarshal([]byte(raw), &extra); err != nil {
-		return ids, fmt.Errorf("setting %s is not a JSON array of extension IDs: %w", SettingAllowedExtensions, err)
-	}
-	return append(ids, extra...), nil
-}
+func (h *Host) Conn() *protocol.Conn { return h.ui.Conn() }
 
 // Serve speaks the protocol over r and w until the peer closes r. Requests already
 // running when the stream ends are finished and answered before Serve returns.
 func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	conn := protocol.NewConn(r, w, h.Methods.Handle, protocol.WithLogger(h.Log))
-	panels := &panelCount{}
-	h.connMu.Lock()
-	h.conn, h.panels = conn, panels
-	h.connMu.Unlock()
+	conn := protocol.NewConn(r, w, h.Methods.Dispatch, protocol.WithLogger(h.Log))
+	ui, detach := h.ui.Attach(conn)
 	// Confirmations and ask_user go to the extension while it is connected.
 	// A page action's own page may answer its confirmation too (host/pageactions).
-	h.Tools.Registry.SetUI(h.Tools.Pages.WrapUI(h.Tools.Agent.WrapUI(connUI{conn, panels})))
+	h.Tools.Registry.SetUI(h.Tools.Pages.WrapUI(h.Tools.Agent.WrapUI(ui)))
 	defer func() {
 		h.Tools.Registry.SetUI(nil)
-		h.connMu.Lock()
-		h.conn, h.panels = nil, nil
-		h.connMu.Unlock()
+		detach()
 	}()
 	return conn.Serve(ctx)
 }
@@ -145,11 +109,7 @@ type helloParams struct {
 	ClientVersion string `json:"client_version,omitempty"`
 }
 
-func (h *Host) hello(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p helloParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (h *Host) hello(ctx context.Context, p helloParams) (any, error) {
 	if p.Protocol == 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: host.hello needs the client's protocol number")
 	}
@@ -179,10 +139,7 @@ func mismatch(p helloParams) error {
 	}
 }
 
-func (h *Host) info(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (h *Host) info(ctx context.Context, _ struct{}) (any, error) {
 	return map[string]any{
 		"name":           "ferry",
 		"version":        buildinfo.Version,
@@ -216,11 +173,7 @@ type pingParams struct {
 	DelayMS int             `json:"delay_ms,omitempty"`
 }
 
-func (h *Host) ping(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p pingParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (h *Host) ping(ctx context.Context, p pingParams) (any, error) {
 	if p.Size < 0 || p.Size > protocol.MaxInboundFrame {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: size must be between 0 and %d", protocol.MaxInboundFrame)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/control"
+	"github.com/ferryhq/ferry/host/logfile"
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -33,7 +35,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error().Err(err).Str("data_dir", dataDir).Msg("cannot create the data directory; run `ferry doctor`")
 		return 1
 	}
-	if lf, err := host.OpenLogFile(storage.LogPath(dataDir), host.MaxLogBytes); err != nil {
+	if lf, err := logfile.Open(storage.LogPath(dataDir), logfile.MaxBytes); err != nil {
 		log.Warn().Err(err).Msg("logging to stderr only")
 	} else {
 		defer lf.Close()
@@ -54,11 +56,11 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Deferred after db.Close, so it runs first: queued audit rows reach the database.
 	defer h.Close()
-	allowed, err := h.AllowedExtensions(context.Background())
+	allowed, err := origins.AllowedExtensions(context.Background(), db)
 	if err != nil {
 		log.Warn().Err(err).Msg("using only the pinned extension ID")
 	}
-	if _, err := host.CheckOrigin(origin, allowed); err != nil {
+	if _, err := origins.CheckExtension(origin, allowed); err != nil {
 		log.Error().Str("origin", origin).Msg(err.Error())
 		return 1
 	}
@@ -73,7 +75,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer close(ctlReady)
 		browserName, profile := control.Parent()
 		s, err := control.Listen(control.Options{
-			DataDir: dataDir, Log: log, Handle: control.HostHandler(h),
+			DataDir: dataDir, Log: log, Handle: control.HostHandler(control.Local{Methods: h.Methods, Tools: h.Tools, DB: db}),
 			Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
 		})
 		if err != nil {

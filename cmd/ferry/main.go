@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/ferryhq/ferry/buildinfo"
-	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/origins"
 )
 
 type command struct {
@@ -40,7 +40,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A browser starts us with the caller's origin among the arguments.
-	if origin, ok := host.CallerOrigin(args); ok {
+	if origin, ok := origins.Caller(args); ok {
 		return runHost(origin, stdin, stdout, stderr)
 	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {

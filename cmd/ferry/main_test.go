@@ -16,6 +16,7 @@ import (
 
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/protocol"
 )
 
@@ -182,7 +183,7 @@ func TestHostRefusesUnknownOrigin(t *testing.T) {
 func TestHostAcceptsInstalledExtraExtension(t *testing.T) {
 	home := t.TempDir()
 	extra := strings.Repeat("e", 32)
-	cfg := exec.Command(ferryBin, "config", "set", host.SettingAllowedExtensions, `["`+extra+`"]`)
+	cfg := exec.Command(ferryBin, "config", "set", origins.SettingAllowedExtensions, `["`+extra+`"]`)
 	cfg.Env = append(os.Environ(), "FERRY_HOME="+home)
 	if out, err := cfg.CombinedOutput(); err != nil {
 		t.Fatalf("config set: %v %s", err, out)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
-	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/control"
+	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,9 +84,9 @@ type mcpServer struct {
 	stderr  io.Writer
 
 	mu      sync.Mutex
-	client  *control.Client // the live host, or nil
-	tb      *host.Toolbox   // the local registry when no host runs (opened lazily)
-	tab     int             // the bound tab
+	client  *control.Client  // the live host, or nil
+	tb      *toolbox.Toolbox // the local registry when no host runs (opened lazily)
+	tab     int              // the bound tab
 	current map[string]string
 }
 
@@ -119,11 +119,11 @@ func (s *mcpServer) closeBackend() {
 }
 
 // local is the registry of this process, built on first use.
-func (s *mcpServer) local() (*host.Toolbox, error) {
+func (s *mcpServer) local() (*toolbox.Toolbox, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tb == nil {
-		tb, err := host.OpenToolbox(s.db, s.log, nil)
+		tb, err := toolbox.Open(s.db, s.log, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/control"
+	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -66,7 +66,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	tb, err := host.OpenToolbox(db, log, nil)
+	tb, err := toolbox.Open(db, log, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "ferry:", err)
 		return 1

@@ -10,20 +10,20 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/ferryhq/ferry/host"
+	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/rs/zerolog"
 )
 
 // openToolbox opens the database and builds the same registry host mode builds.
 // Logs (a dangerous tool's warning, say) go to stderr; stdout carries only results.
-func openToolbox(stderr io.Writer) (*host.Toolbox, func(), bool) {
+func openToolbox(stderr io.Writer) (*toolbox.Toolbox, func(), bool) {
 	db, ok := openDB(stderr)
 	if !ok {
 		return nil, nil, false
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	tb, err := host.OpenToolbox(db, log, nil)
+	tb, err := toolbox.Open(db, log, nil)
 	if err != nil {
 		db.Close()
 		fmt.Fprintln(stderr, "ferry:", err)

@@ -75,7 +75,7 @@ func TestDiagnosticsRecords(t *testing.T) {
 		Run        storage.Run         `json:"run"`
 		ModelCalls []storage.ModelCall `json:"model_calls"`
 	}
-	res, err := e.m.runsGet(context.Background(), json.RawMessage(`{"run_id":"`+r.ID+`"}`))
+	res, err := e.m.runsGet(context.Background(), runParams{RunID: r.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,16 +28,7 @@ type Opener func(ctx context.Context, providerID string) (model.Provider, error)
 // PageContext describes the page of the tab a conversation is bound to, for the
 // system prompt. The page-actions work fills it; a nil hook adds nothing.
 type PageContext interface {
-	PageContext(ctx context.Context, tabID int) (*Page, error)
-}
-
-// Page is what the model is told about the bound tab beyond the tools it is offered.
-type Page struct {
-	URL         string              `json:"url,omitempty"`
-	Title       string              `json:"title,omitempty"`
-	Actions     []string            `json:"actions,omitempty"`     // the page's available actions
-	Unavailable []tools.Unavailable `json:"unavailable,omitempty"` // and those that are not, with reasons
-	Records     []string            `json:"records,omitempty"`     // what the page recorded for the agent
+	PageContext(ctx context.Context, tabID int) (*tools.PageView, error)
 }
 
 // Options configures a Manager.

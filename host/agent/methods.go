@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -10,26 +9,19 @@ import (
 	"github.com/ferryhq/ferry/storage"
 )
 
-// RegisterMethods adds the chat, conversation and run methods to a method table:
-// pass the host's Methods.Register. Events of the runs started here go wherever
-// Options.Notify sends them (the host: chat.event notifications).
-func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](register func(string, F) error, m *Manager) error {
-	for name, fn := range map[string]func(context.Context, json.RawMessage) (any, error){
-		"chat.send":                m.chatSend,
-		"chat.cancel":              m.chatCancel,
-		"chat.resume":              m.chatResume,
-		"conversations.list":       m.conversationsList,
-		"conversations.get":        m.conversationsGet,
-		"conversations.rename":     m.conversationsRename,
-		"conversations.delete":     m.conversationsDelete,
-		"conversations.delete_all": m.conversationsDeleteAll,
-		"runs.get":                 m.runsGet,
-	} {
-		if err := register(name, F(fn)); err != nil {
-			return err
-		}
-	}
-	return nil
+// RegisterMethods adds the chat, conversation and run methods. Events of the runs
+// started here go wherever Options.Notify sends them (the host: chat.event
+// notifications).
+func RegisterMethods(mux *protocol.Mux, m *Manager) {
+	protocol.Handle(mux, "chat.send", m.chatSend)
+	protocol.Handle(mux, "chat.cancel", m.chatCancel)
+	protocol.Handle(mux, "chat.resume", m.chatResume)
+	protocol.Handle(mux, "conversations.list", m.conversationsList)
+	protocol.Handle(mux, "conversations.get", m.conversationsGet)
+	protocol.Handle(mux, "conversations.rename", m.conversationsRename)
+	protocol.Handle(mux, "conversations.delete", m.conversationsDelete)
+	protocol.Handle(mux, "conversations.delete_all", m.conversationsDeleteAll)
+	protocol.Handle(mux, "runs.get", m.runsGet)
 }
 
 func invalid(format string, a ...any) error {
@@ -62,11 +54,7 @@ type started struct {
 	RunID          string `json:"run_id"`
 }
 
-func (m *Manager) chatSend(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p sendParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) chatSend(ctx context.Context, p sendParams) (any, error) {
 	if strings.TrimSpace(p.Text) == "" {
 		return nil, invalid("chat.send needs the message text")
 	}
@@ -77,13 +65,12 @@ func (m *Manager) chatSend(ctx context.Context, raw json.RawMessage) (any, error
 	return started{r.ConversationID, r.ID}, nil
 }
 
-func (m *Manager) chatCancel(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		RunID string `json:"run_id"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+// runParams names one run.
+type runParams struct {
+	RunID string `json:"run_id"`
+}
+
+func (m *Manager) chatCancel(ctx context.Context, p runParams) (any, error) {
 	if p.RunID == "" {
 		return nil, invalid("chat.cancel needs run_id")
 	}
@@ -101,11 +88,7 @@ func (p conversationParams) check(method string) error {
 	return nil
 }
 
-func (m *Manager) chatResume(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p conversationParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) chatResume(ctx context.Context, p conversationParams) (any, error) {
 	if err := p.check("chat.resume"); err != nil {
 		return nil, err
 	}
@@ -116,13 +99,11 @@ func (m *Manager) chatResume(ctx context.Context, raw json.RawMessage) (any, err
 	return started{r.ConversationID, r.ID}, nil
 }
 
-func (m *Manager) conversationsList(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Limit int `json:"limit,omitempty"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+type listParams struct {
+	Limit int `json:"limit,omitempty"`
+}
+
+func (m *Manager) conversationsList(ctx context.Context, p listParams) (any, error) {
 	if p.Limit < 0 {
 		return nil, invalid("limit cannot be negative")
 	}
@@ -133,11 +114,7 @@ func (m *Manager) conversationsList(ctx context.Context, raw json.RawMessage) (a
 	return map[string]any{"conversations": list}, nil
 }
 
-func (m *Manager) conversationsGet(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p conversationParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) conversationsGet(ctx context.Context, p conversationParams) (any, error) {
 	if err := p.check("conversations.get"); err != nil {
 		return nil, err
 	}
@@ -164,14 +141,12 @@ func (m *Manager) conversationsGet(ctx context.Context, raw json.RawMessage) (an
 	return out, nil
 }
 
-func (m *Manager) conversationsRename(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		ConversationID string `json:"conversation_id"`
-		Title          string `json:"title"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+type renameParams struct {
+	ConversationID string `json:"conversation_id"`
+	Title          string `json:"title"`
+}
+
+func (m *Manager) conversationsRename(ctx context.Context, p renameParams) (any, error) {
 	if p.ConversationID == "" || strings.TrimSpace(p.Title) == "" {
 		return nil, invalid("conversations.rename needs conversation_id and a non-empty title")
 	}
@@ -183,11 +158,7 @@ func (m *Manager) conversationsRename(ctx context.Context, raw json.RawMessage) 
 	return map[string]any{"conversation": c}, nil
 }
 
-func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p conversationParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) conversationsDelete(ctx context.Context, p conversationParams) (any, error) {
 	if err := p.check("conversations.delete"); err != nil {
 		return nil, err
 	}
@@ -204,10 +175,7 @@ func (m *Manager) conversationsDelete(ctx context.Context, raw json.RawMessage) 
 
 // conversationsDeleteAll deletes every conversation (the options page's "delete all
 // conversations"), stopping their runs first, and says how many went.
-func (m *Manager) conversationsDeleteAll(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (m *Manager) conversationsDeleteAll(ctx context.Context, _ struct{}) (any, error) {
 	deleted := 0
 	for {
 		list, err := m.db.ListConversations(ctx, 500)
@@ -234,13 +202,7 @@ func (m *Manager) conversationsDeleteAll(ctx context.Context, raw json.RawMessag
 	}
 }
 
-func (m *Manager) runsGet(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		RunID string `json:"run_id"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) runsGet(ctx context.Context, p runParams) (any, error) {
 	if p.RunID == "" {
 		return nil, invalid("runs.get needs run_id")
 	}

@@ -46,7 +46,7 @@ func TestResumeAfterHostRestart(t *testing.T) {
 	if c.Status != storage.ConversationInterrupted {
 		t.Fatalf("conversation after restart: %+v", c)
 	}
-	list, _ := e.m.conversationsList(ctx, nil)
+	list, _ := e.m.conversationsList(ctx, listParams{})
 	if b, _ := json.Marshal(list); !strings.Contains(string(b), `"status":"interrupted"`) {
 		t.Fatalf("conversations.list: %s", b)
 	}
@@ -64,7 +64,7 @@ func TestResumeAfterHostRestart(t *testing.T) {
 	if len(req.Messages) != 3 || req.Messages[0].Content != "long job" || !strings.Contains(req.Messages[2].Content, "may have had effects") {
 		t.Fatalf("resumed request %+v", req.Messages)
 	}
-	if _, err := e.m.chatResume(ctx, json.RawMessage(`{"conversation_id":"`+conv+`"}`)); err == nil || !strings.Contains(err.Error(), "nothing to resume") {
+	if _, err := e.m.chatResume(ctx, conversationParams{ConversationID: conv}); err == nil || !strings.Contains(err.Error(), "nothing to resume") {
 		t.Fatalf("resuming a finished conversation: %v", err)
 	}
 	c, _ = e.db.GetConversation(ctx, conv)
@@ -114,15 +114,12 @@ func TestStaleRunsOfACrashedHost(t *testing.T) {
 func TestMethods(t *testing.T) {
 	p := &fakeProvider{steps: []step{say("hello there")}}
 	e := newEnv(t, p)
-	table := map[string]func(context.Context, json.RawMessage) (any, error){}
-	type fn = func(context.Context, json.RawMessage) (any, error)
-	if err := RegisterMethods(func(name string, f fn) error { table[name] = f; return nil }, e.m); err != nil {
-		t.Fatal(err)
-	}
+	mux := protocol.NewMux()
+	RegisterMethods(mux, e.m)
 	ctx := context.Background()
 	callM := func(method, params string) (any, error) {
 		t.Helper()
-		return table[method](ctx, json.RawMessage(params))
+		return mux.Dispatch(ctx, method, json.RawMessage(params))
 	}
 	res, err := callM("chat.send", `{"text":"hi there","tab_id":3}`)
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/ferryhq/ferry/host/tools"
 )
 
 const builtinPrompt = `You are Ferry, an agent that carries out tasks for the user on the web and in their browser. You act by calling the tools you are offered; the host runs every call and answers with JSON: {"success": true, "result": …} or {"success": false, "code": "…", "reason": "…"}.
@@ -47,7 +49,7 @@ func (r *Run) system(ctx context.Context) string {
 	return b.String()
 }
 
-func writePage(b *strings.Builder, tab int, p *Page) {
+func writePage(b *strings.Builder, tab int, p *tools.PageView) {
 	fmt.Fprintf(b, "\n\n# The page (tab %d)\n", tab)
 	if p.Title != "" || p.URL != "" {
 		fmt.Fprintf(b, "\n%s %s\n", p.Title, p.URL)

@@ -16,13 +16,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/host/web"
 	"github.com/ferryhq/ferry/protocol"
@@ -109,7 +108,7 @@ func init() {
 			"elsewhere a person confirms each one",
 		Default: "",
 		Validate: func(v string) error {
-			_, err := ParseOrigins(v)
+			_, err := origins.ParseList(v)
 			return err
 		},
 	})
@@ -131,52 +130,6 @@ func init() {
 		Default:     strconv.Itoa(defaultContentMaxLength),
 		Validate:    config.IntRange(0, 1<<30),
 	})
-}
-
-// ParseOrigins reads an origin-list setting (comma-separated): each entry an http(s)
-// origin, normalised by Origin, in order and without repeats.
-func ParseOrigins(v string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		u, err := url.Parse(part)
-		o, ok := Origin(part)
-		if err != nil || !ok || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("%q is not an origin like https://example.com (http or https, no path)", part)
-		}
-		if !seen[o] {
-			seen[o] = true
-			out = append(out, o)
-		}
-	}
-	return out, nil
-}
-
-// Origin is a URL's origin (scheme://host[:port], lower case, default port
-// dropped), for http and https URLs only: other pages have no origin a person
-// could have trusted.
-func Origin(raw string) (string, bool) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return "", false
-	}
-	host := strings.ToLower(u.Hostname())
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	port := u.Port()
-	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
-		port = ""
-	}
-	o := strings.ToLower(u.Scheme) + "://" + host
-	if port != "" {
-		o += ":" + port
-	}
-	return o, true
 }
 
 func (d Deps) setting(ctx context.Context, key, def string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ferryhq/ferry/host/markdown"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/host/web"
 )
@@ -34,8 +35,8 @@ type capture struct {
 // Convert renders a capture's simplified HTML as Markdown with ⟨selector⟩ marks
 // (see get_tab_content's description). selector is the one the capture was taken
 // with; without one the main content is picked and its selector returned.
-func Convert(html, selector string) (markdown, usedSelector string) {
-	c := web.ConvertCapture(html, selector)
+func Convert(html, selector string) (md, usedSelector string) {
+	c := markdown.ConvertCapture(html, selector)
 	return c.Markdown, c.Selector
 }
 
@@ -103,7 +104,7 @@ func (d Deps) getTabContent() tools.Tool {
 
 			limit := d.intSetting(ctx, SettingContentMaxLength, defaultContentMaxLength)
 			if args.Prompt != "" {
-				in, cut := web.TruncateRunes(res.Content, limit)
+				in, cut := markdown.TruncateRunes(res.Content, limit)
 				sum, err := d.Summarizer.Summarize(ctx, args.Prompt, in)
 				if errors.Is(err, web.ErrNoModel) {
 					return nil, noModel()
@@ -117,7 +118,7 @@ func (d Deps) getTabContent() tools.Tool {
 				limit = *args.MaxLength
 			}
 			var cut bool
-			res.Content, cut = web.TruncateRunes(res.Content, limit)
+			res.Content, cut = markdown.TruncateRunes(res.Content, limit)
 			res.Truncated = res.Truncated || cut
 			return res, nil
 		},

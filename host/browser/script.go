@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -121,8 +122,8 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 	if err := d.call(ctx, "browser.page.info", params, &info, assessWait); err != nil {
 		return tools.Assessment{}, err
 	}
-	o, ok := Origin(info.URL)
-	trusted, _ := ParseOrigins(d.setting(ctx, SettingScriptsAutoApprove, ""))
+	o, ok := origins.Of(info.URL)
+	trusted, _ := origins.ParseList(d.setting(ctx, SettingScriptsAutoApprove, ""))
 	if ok && slices.Contains(trusted, o) {
 		return tools.Assessment{Dangerous: true}, nil
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
@@ -81,12 +81,19 @@ var socketMethods = map[string]bool{
 // else is recorded as "socket". A client can never pass for the extension or a page.
 var socketCallers = map[string]bool{"socket": true, "mcp": true}
 
+// Local is what a socket client reaches of the host it talks to.
+type Local struct {
+	Methods *protocol.Mux    // the host's method table
+	Tools   *toolbox.Toolbox // its registry, audit log and agent
+	DB      *storage.DB      // its settings
+}
+
 // HostHandler answers socket clients with the host's own methods and registry.
 // Two methods differ from the extension's: tools.call is recorded with the socket
 // caller and checked against mcp.allowed_tools; chat.send sends the run's events
 // (chat.event) to the client that started the run as well, and a run is cancelled
 // when its client goes away.
-func HostHandler(h *host.Host) Handler {
+func HostHandler(h Local) Handler {
 	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
 		if !socketMethods[method] {
 			return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found on the control socket: %s", method)
@@ -97,11 +104,11 @@ func HostHandler(h *host.Host) Handler {
 		case "chat.send":
 			return chatSend(ctx, h, p, params)
 		}
-		return h.Methods.Handle(ctx, method, params)
+		return h.Methods.Dispatch(ctx, method, params)
 	}
 }
 
-func toolsCall(ctx context.Context, h *host.Host, params json.RawMessage) (any, error) {
+func toolsCall(ctx context.Context, h Local, params json.RawMessage) (any, error) {
 	var p map[string]json.RawMessage
 	if err := protocol.DecodeParams(params, &p); err != nil {
 		return nil, err
@@ -130,7 +137,7 @@ func toolsCall(ctx context.Context, h *host.Host, params json.RawMessage) (any, 
 		}
 	}
 	raw, _ := json.Marshal(p)
-	return h.Methods.Handle(ctx, "tools.call", raw)
+	return h.Methods.Dispatch(ctx, "tools.call", raw)
 }
 
 type sendParams struct {
@@ -141,7 +148,7 @@ type sendParams struct {
 	ProviderID     string `json:"provider_id,omitempty"`
 }
 
-func chatSend(ctx context.Context, h *host.Host, peer *Peer, params json.RawMessage) (any, error) {
+func chatSend(ctx context.Context, h Local, peer *Peer, params json.RawMessage) (any, error) {
 	var p sendParams
 	if err := protocol.DecodeParams(params, &p); err != nil {
 		return nil, err

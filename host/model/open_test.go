@@ -96,16 +96,10 @@ func TestEnvKey(t *testing.T) {
 func TestMethods(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
-	methods := map[string]func(context.Context, json.RawMessage) (any, error){}
-	err := model.RegisterMethods(func(name string, fn func(context.Context, json.RawMessage) (any, error)) error {
-		methods[name] = fn
-		return nil
-	}, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mux := protocol.NewMux()
+	model.RegisterMethods(mux, db)
 	call := func(name, params string) (string, error) {
-		res, err := methods[name](ctx, json.RawMessage(params))
+		res, err := mux.Dispatch(ctx, name, json.RawMessage(params))
 		b, _ := json.Marshal(res)
 		return string(b), err
 	}

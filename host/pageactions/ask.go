@@ -12,9 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferryhq/ferry/host/agent"
-	"github.com/ferryhq/ferry/host/browser"
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 )
@@ -36,7 +35,7 @@ const (
 )
 
 func init() {
-	validate := func(v string) error { _, err := browser.ParseOrigins(v); return err }
+	validate := func(v string) error { _, err := origins.ParseList(v); return err }
 	config.Register(config.Setting{
 		Key:         SettingAskAllowed,
 		Description: "comma-separated origins (https://example.com) whose pages may start an agent run with ferry.ask without asking",
@@ -61,17 +60,19 @@ type SettingsStore interface {
 	SetSetting(ctx context.Context, key, value string) error
 }
 
-// Runner starts an agent run (agent.Manager satisfies it).
-type Runner interface {
-	Send(ctx context.Context, req agent.SendRequest) (*agent.Run, error)
+// RunRequest is a run a page asks for: its text, bound to the page's tab.
+type RunRequest struct {
+	Text   string
+	TabID  int
+	Origin string
 }
 
 // AskDeps is what ferry.ask and the per-origin settings need.
 type AskDeps struct {
 	Settings SettingsStore
-	Agent    Runner
-	// Start, when set, replaces Agent: it starts a run and says its ids (tests).
-	Start func(ctx context.Context, req agent.SendRequest) (conversationID, runID string, err error)
+	// Start starts an agent run and says its ids. The run outlives the page's
+	// request: Start gets a context that is never cancelled.
+	Start func(ctx context.Context, req RunRequest) (conversationID, runID string, err error)
 	Now   func() time.Time
 }
 
@@ -106,7 +107,7 @@ func (a *askState) origins(ctx context.Context, key string) []string {
 	if err != nil || !ok {
 		return nil
 	}
-	list, err := browser.ParseOrigins(v)
+	list, err := origins.ParseList(v)
 	if err != nil {
 		return nil
 	}
@@ -124,7 +125,7 @@ func has(list []string, o string) bool {
 
 // Disabled reports whether the user turned Ferry's page API off for origin.
 func (m *Manager) Disabled(ctx context.Context, origin string) bool {
-	o, ok := browser.Origin(origin)
+	o, ok := origins.Of(origin)
 	if !ok {
 		return false
 	}
@@ -221,7 +222,7 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 	if p.TabID <= 0 {
 		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.ask needs tab_id")
 	}
-	origin, ok := browser.Origin(p.Origin)
+	origin, ok := origins.Of(p.Origin)
 	if !ok {
 		return AskResult{}, refused("ferry.ask is only for http(s) pages")
 	}
@@ -232,7 +233,7 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 	if n := utf8.RuneCountInString(text); n > MaxAskText {
 		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: ferry.ask text is %d characters; at most %d", n, MaxAskText)
 	}
-	if a == nil || a.deps.Settings == nil || (a.deps.Agent == nil && a.deps.Start == nil) {
+	if a == nil || a.deps.Settings == nil || a.deps.Start == nil {
 		return AskResult{}, refused("this Ferry host cannot start runs for pages")
 	}
 	if has(a.origins(ctx, SettingDisabledOrigins), origin) {
@@ -274,21 +275,12 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 			return AskResult{}, refused("could not ask whether %s may start a Ferry run: %v (open Ferry's side panel)", origin, err)
 		}
 	}
-	req := agent.SendRequest{Text: text, TabID: p.TabID, Origin: origin}
-	if a.deps.Start != nil {
-		c, r, err := a.deps.Start(ctx, req)
-		if err != nil {
-			return AskResult{}, refused("could not start the run: %v", err)
-		}
-		return AskResult{c, r}, nil
-	}
-	// The run outlives this request: the agent keeps it going on its own.
-	r, err := a.deps.Agent.Send(context.WithoutCancel(ctx), req)
+	conv, run, err := a.deps.Start(context.WithoutCancel(ctx), RunRequest{Text: text, TabID: p.TabID, Origin: origin})
 	if err != nil {
 		return AskResult{}, refused("could not start the run: %v", err)
 	}
-	m.log.Info().Str("origin", origin).Int("tab_id", p.TabID).Str("run_id", r.ID).Msg("ferry.ask started a run")
-	return AskResult{ConversationID: r.ConversationID, RunID: r.ID}, nil
+	m.log.Info().Str("origin", origin).Int("tab_id", p.TabID).Str("run_id", run).Msg("ferry.ask started a run")
+	return AskResult{ConversationID: conv, RunID: run}, nil
 }
 
 // OriginInfo is one origin of page.origins.
@@ -344,29 +336,20 @@ func (m *Manager) Origins(ctx context.Context) []OriginInfo {
 	return out
 }
 
-func (m *Manager) askMethod(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p AskParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) askMethod(ctx context.Context, p AskParams) (any, error) {
 	return m.Ask(ctx, p)
 }
 
-func (m *Manager) originsMethod(ctx context.Context, raw json.RawMessage) (any, error) {
-	if err := protocol.DecodeParams(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
+func (m *Manager) originsMethod(ctx context.Context, _ struct{}) (any, error) {
 	return map[string]any{"origins": m.Origins(ctx)}, nil
 }
 
+type statusParams struct {
+	Origin string `json:"origin"`
+}
+
 // statusMethod is page.status {origin}: whether the page API is on for origin.
-func (m *Manager) statusMethod(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		Origin string `json:"origin"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) statusMethod(ctx context.Context, p statusParams) (any, error) {
 	if m.Disabled(ctx, p.Origin) {
 		return map[string]any{"disabled": true, "reason": DisabledReason(p.Origin)}, nil
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 )
@@ -53,7 +52,7 @@ type askEnv struct {
 	reg      *tools.Registry
 	m        *Manager
 	settings *memSettings
-	started  []agent.SendRequest
+	started  []RunRequest
 	now      time.Time
 }
 
@@ -66,7 +65,7 @@ func newAskEnv(t *testing.T, ui tools.UI, settings map[string]string) *askEnv {
 	}
 	reg.SetUI(ui)
 	m.SetAsk(AskDeps{Settings: e.settings, Now: func() time.Time { return e.now },
-		Start: func(ctx context.Context, req agent.SendRequest) (string, string, error) {
+		Start: func(ctx context.Context, req RunRequest) (string, string, error) {
 			e.started = append(e.started, req)
 			return "c1", "r1", nil
 		}})

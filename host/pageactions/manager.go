@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/rs/zerolog"
@@ -532,7 +531,7 @@ func mapError(id string, err error) error {
 // PageContext is the agent's view of the bound tab: its available actions, those
 // that are not with their reasons, and its records (bounded), from the latest
 // snapshots of its frames.
-func (m *Manager) PageContext(ctx context.Context, tabID int) (*agent.Page, error) {
+func (m *Manager) PageContext(ctx context.Context, tabID int) (*tools.PageView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	frames := m.tabs[tabID]
@@ -544,7 +543,7 @@ func (m *Manager) PageContext(ctx context.Context, tabID int) (*agent.Page, erro
 		ids = append(ids, id)
 	}
 	sort.Ints(ids)
-	p := &agent.Page{}
+	p := &tools.PageView{}
 	top := frames[0]
 	for _, id := range ids {
 		f := frames[id]

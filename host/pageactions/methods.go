@@ -20,28 +20,17 @@ import (
 //
 // The service worker sends them for its content-script bridges and fills tab, frame
 // and origin from the port's sender.
-func RegisterMethods[F ~func(context.Context, json.RawMessage) (any, error)](register func(string, F) error, m *Manager) error {
-	for name, fn := range map[string]func(context.Context, json.RawMessage) (any, error){
-		"page.actions.update":  m.update,
-		"page.actions.remove":  m.remove,
-		"page.actions.execute": m.execute,
-		"page.actions.list":    m.list,
-		"page.ask":             m.askMethod,
-		"page.origins":         m.originsMethod,
-		"page.status":          m.statusMethod,
-	} {
-		if err := register(name, F(fn)); err != nil {
-			return err
-		}
-	}
-	return nil
+func RegisterMethods(mux *protocol.Mux, m *Manager) {
+	protocol.Handle(mux, "page.actions.update", m.update)
+	protocol.Handle(mux, "page.actions.remove", m.remove)
+	protocol.Handle(mux, "page.actions.execute", m.execute)
+	protocol.Handle(mux, "page.actions.list", m.list)
+	protocol.Handle(mux, "page.ask", m.askMethod)
+	protocol.Handle(mux, "page.origins", m.originsMethod)
+	protocol.Handle(mux, "page.status", m.statusMethod)
 }
 
-func (m *Manager) update(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p UpdateParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) update(ctx context.Context, p UpdateParams) (any, error) {
 	res, err := m.Update(p)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: %v", err)
@@ -49,14 +38,12 @@ func (m *Manager) update(ctx context.Context, raw json.RawMessage) (any, error) 
 	return res, nil
 }
 
-func (m *Manager) remove(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		TabID   int  `json:"tab_id"`
-		FrameID *int `json:"frame_id,omitempty"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+type removeParams struct {
+	TabID   int  `json:"tab_id"`
+	FrameID *int `json:"frame_id,omitempty"`
+}
+
+func (m *Manager) remove(ctx context.Context, p removeParams) (any, error) {
 	frame := -1
 	if p.FrameID != nil {
 		frame = *p.FrameID
@@ -75,11 +62,7 @@ type executeParams struct {
 // execute is ferry.execute: a page runs one of its tab's page actions through the
 // whole pipeline, with a new trace at depth 0. A page reaches only page actions of
 // its own tab, never the host's builtins.
-func (m *Manager) execute(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p executeParams
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func (m *Manager) execute(ctx context.Context, p executeParams) (any, error) {
 	if p.TabID <= 0 || p.Name == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.actions.execute needs tab_id and name")
 	}
@@ -102,13 +85,11 @@ func (m *Manager) isPageAction(tab int, name string) bool {
 	return false
 }
 
-func (m *Manager) list(ctx context.Context, raw json.RawMessage) (any, error) {
-	var p struct {
-		TabID int `json:"tab_id"`
-	}
-	if err := protocol.DecodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+type tabParams struct {
+	TabID int `json:"tab_id"`
+}
+
+func (m *Manager) list(ctx context.Context, p tabParams) (any, error) {
 	avail, unavail := m.reg.List(ctx, p.TabID)
 	page := map[string]bool{}
 	for _, l := range m.reg.All(p.TabID) {

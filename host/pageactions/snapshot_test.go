@@ -70,7 +70,7 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 	}
 
 	// tools.list {tab_id}: both same-origin frames' actions, not the foreign one's.
-	raw, err := m.list(context.Background(), json.RawMessage(`{"tab_id":3}`))
+	raw, err := m.list(context.Background(), tabParams{TabID: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

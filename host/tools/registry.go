@@ -315,6 +315,16 @@ type Unavailable struct {
 	Reason string `json:"reason"`
 }
 
+// PageView is what the model is told about a bound tab beyond the tools it is
+// offered: the page-actions work fills it, the agent writes it into the prompt.
+type PageView struct {
+	URL         string        `json:"url,omitempty"`
+	Title       string        `json:"title,omitempty"`
+	Actions     []string      `json:"actions,omitempty"`     // the page's available actions
+	Unavailable []Unavailable `json:"unavailable,omitempty"` // and those that are not, with reasons
+	Records     []string      `json:"records,omitempty"`     // what the page recorded for the agent
+}
+
 func (e *entry) listing() Listing {
 	t := e.tool
 	return Listing{

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/encoding"
 
 	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/markdown"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -116,9 +117,9 @@ func (d Deps) get(ctx context.Context, c *http.Client, u *url.URL, maxBody int, 
 	if resp.StatusCode >= 400 {
 		snippet := p.text
 		if p.kind == kindHTML {
-			snippet = Extract(p.text).Markdown
+			snippet = markdown.Extract(p.text).Markdown
 		}
-		snippet, _ = TruncateRunes(strings.Join(strings.Fields(snippet), " "), 300)
+		snippet, _ = markdown.TruncateRunes(strings.Join(strings.Fields(snippet), " "), 300)
 		return nil, tools.Failf(tools.CodeHandlerError, "%s answered HTTP %s; the page says: %q", p.finalURL, resp.Status, snippet)
 	}
 	return p, nil

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/text/encoding/traditionalchinese"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/markdown"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -649,4 +651,23 @@ func TestBadStoredSettings(t *testing.T) {
 	mustFail(t, d, map[string]any{"url": "http://example.com/"}, tools.CodeActionUnavailable, SettingAllowPrivateHosts)
 	d = Deps{Settings: fakeSettings{SettingMaxBodyBytes: "lots"}, resolver: panicResolver{t}}
 	mustFail(t, d, map[string]any{"url": "http://example.com/"}, tools.CodeActionUnavailable, SettingMaxBodyBytes, "ferry config set")
+}
+
+// The Chinese page end to end: served as GB2312/GBK bytes with no charset in the
+// header, decoded through its <meta http-equiv>, extracted like the golden file.
+func TestFetchGBKPage(t *testing.T) {
+	src, err := os.ReadFile("../markdown/testdata/zh.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gbk := encode(t, simplifiedchinese.GBK, string(src))
+	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write(gbk)
+	})
+	res := mustOK(t, allowLoopback(), map[string]any{"url": s.URL})
+	want := markdown.Extract(string(src))
+	if res.Content != want.Markdown || res.Title != want.Title {
+		t.Errorf("GBK page: %q / %q", res.Title, res.Content)
+	}
 }

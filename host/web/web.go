@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/markdown"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -306,7 +307,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 	}
 	switch page.kind {
 	case kindHTML:
-		doc := Extract(page.text)
+		doc := markdown.Extract(page.text)
 		res.Title, res.Content = doc.Title, doc.Markdown
 	case kindJSON:
 		res.Content = prettyJSON(page.text)
@@ -319,7 +320,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 		if err != nil {
 			return nil, err
 		}
-		in, cut := TruncateRunes(res.Content, defLimit)
+		in, cut := markdown.TruncateRunes(res.Content, defLimit)
 		sum, err := d.Summarizer.Summarize(ctx, prompt, in)
 		if errors.Is(err, ErrNoModel) {
 			return nil, noModel()
@@ -331,7 +332,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 		res.Truncated = res.Truncated || cut
 	}
 	var cut bool
-	res.Content, cut = TruncateRunes(res.Content, limit)
+	res.Content, cut = markdown.TruncateRunes(res.Content, limit)
 	res.Truncated = res.Truncated || cut
 	return res, nil
 }
@@ -339,23 +340,6 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 func noModel() error {
 	return tools.Failf(tools.CodeActionUnavailable,
 		"prompt needs a model to summarise with, and no model provider is configured; add one with `ferry provider add ID --kind openai|anthropic --base-url URL --model NAME --api-key-stdin --default`, or call web_fetch without prompt")
-}
-
-// TruncateRunes keeps at most n code points of s (never splitting a character) and
-// says whether it cut; n <= 0 means no limit. max_length of the content tools counts
-// characters, not bytes.
-func TruncateRunes(s string, n int) (string, bool) {
-	if n <= 0 || len(s) <= n {
-		return s, false
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos], true
-		}
-		i++
-	}
-	return s, false
 }
 
 func prettyJSON(s string) string {

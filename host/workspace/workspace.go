@@ -208,17 +208,9 @@ func Tools(deps Deps) []tools.Tool {
 			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
-			dir, err := storage.CleanPath(args.Path)
-			if err != nil {
-				return nil, failure(fmt.Errorf("workspace path %q: %w", args.Path, err))
-			}
-			es, err := deps.Store.List(ctx, dir)
+			out, err := list(ctx, deps.Store, args.Path)
 			if err != nil {
 				return nil, failure(err)
-			}
-			out := ListResult{Path: dir, Entries: make([]Entry, 0, len(es))}
-			for _, e := range es {
-				out.Entries = append(out.Entries, Entry{Name: e.Name, Type: e.Type, Size: e.Size, Modified: e.Modified.UTC().Format(time.RFC3339)})
 			}
 			return out, nil
 		},
@@ -243,19 +235,51 @@ func Tools(deps Deps) []tools.Tool {
 			if err := call.Decode(&args); err != nil {
 				return nil, err
 			}
-			removed, err := deps.Store.Delete(ctx, args.Path)
+			out, err := remove(ctx, deps.Store, args.Path)
 			if err != nil {
 				return nil, failure(err)
-			}
-			out := DeleteResult{Removed: make([]string, 0, len(removed)), Files: len(removed)}
-			out.Path, _ = storage.CleanPath(args.Path)
-			for _, r := range removed {
-				out.Removed = append(out.Removed, r.Path)
-				out.Bytes += r.Size
 			}
 			return out, nil
 		},
 	}}
+}
+
+// timeFormat is how both the tools and the options page write a modification time.
+const timeFormat = time.RFC3339
+
+// list is a folder's immediate contents; "", "/" and "." are the root.
+func list(ctx context.Context, store Store, path string) (ListResult, error) {
+	dir, err := storage.CleanPath(path)
+	if err != nil {
+		return ListResult{}, fmt.Errorf("workspace path %q: %w", path, err)
+	}
+	es, err := store.List(ctx, dir)
+	if err != nil {
+		return ListResult{}, err
+	}
+	out := ListResult{Path: dir, Entries: make([]Entry, 0, len(es))}
+	for _, e := range es {
+		out.Entries = append(out.Entries, Entry{Name: e.Name, Type: e.Type, Size: e.Size, Modified: e.Modified.UTC().Format(timeFormat)})
+	}
+	return out, nil
+}
+
+// join is the path of name in the folder dir (both as CleanPath gives them).
+func join(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
+
+// remove deletes a file or a folder with everything in it.
+func remove(ctx context.Context, store Store, path string) (DeleteResult, error) {
+	removed, err := store.Delete(ctx, path)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	out := DeleteResult{Removed: make([]string, 0, len(removed)), Files: len(removed)}
+	out.Path, _ = storage.CleanPath(path)
+	for _, r := range removed {
+		out.Removed = append(out.Removed, r.Path)
+		out.Bytes += r.Size
+	}
+	return out, nil
 }
 
 // failure maps storage's errors to result codes: a bad path is the caller's mistake

@@ -1,4 +1,8 @@
-package web
+// Package markdown turns HTML into the Markdown the model reads: the main text of a
+// fetched page (web_fetch) and the browser's capture of a rendered page with its
+// ⟨selector⟩ marks (get_tab_content). Both share one tree, one choice of the main
+// content and one renderer, so a page reads the same whichever tool fetched it.
+package markdown
 
 import (
 	"strings"
@@ -601,4 +605,21 @@ func collapse(s string) string {
 	r := renderer{}
 	r.text(s)
 	return strings.TrimSpace(string(r.inl))
+}
+
+// TruncateRunes keeps at most n code points of s (never splitting a character) and
+// says whether it cut; n <= 0 means no limit. max_length of the content tools counts
+// characters, not bytes.
+func TruncateRunes(s string, n int) (string, bool) {
+	if n <= 0 || len(s) <= n {
+		return s, false
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos], true
+		}
+		i++
+	}
+	return s, false
 }

@@ -33,7 +33,7 @@ func newTestHost(t *testing.T) *Host {
 
 func callJSON(t *testing.T, h *Host, method, params string) (string, error) {
 	t.Helper()
-	res, err := h.Methods.Handle(context.Background(), method, json.RawMessage(params))
+	res, err := h.Methods.Dispatch(context.Background(), method, json.RawMessage(params))
 	if err != nil {
 		return "", err
 	}
@@ -67,7 +67,7 @@ func TestWorkspaceMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"path":"/"`, `{"name":"img.png","path":"/img.png","type":"file","size":6,`, `{"name":"notes","path":"/notes","type":"dir","size":14,`} {
+	for _, want := range []string{`"path":"/"`, `{"name":"img.png","type":"file","size":6,"modified":`, `"path":"/img.png"}`, `{"name":"notes","type":"dir","size":14,`, `"path":"/notes"}`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("list / lacks %s: %s", want, got)
 		}
@@ -115,7 +115,7 @@ func TestWorkspaceMethods(t *testing.T) {
 	_, err = callJSON(t, h, "workspace.delete", `{"path":"/"}`)
 	wantReason(t, err, protocol.CodeInvalidParams, "is_root", "root")
 	got, err = callJSON(t, h, "workspace.delete", `{"path":"notes/"}`)
-	if err != nil || got != `{"bytes":14,"files":1,"path":"/notes","removed":["/notes/todo.md"]}` {
+	if err != nil || got != `{"path":"/notes","removed":["/notes/todo.md"],"files":1,"bytes":14}` {
 		t.Fatalf("delete: %s %v", got, err)
 	}
 	_, err = callJSON(t, h, "workspace.delete", `{"path":"notes"}`)
@@ -232,6 +232,6 @@ func TestPresenceOverConnection(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no ui.confirm with a panel open")
 	}
-	_, err := h.Methods.Handle(context.Background(), "ui.presence", json.RawMessage(`{"panels":-1}`))
+	_, err := h.Methods.Dispatch(context.Background(), "ui.presence", json.RawMessage(`{"panels":-1}`))
 	wantReason(t, err, protocol.CodeInvalidParams, "", "panels")
 }

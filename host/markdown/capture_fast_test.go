@@ -1,4 +1,4 @@
-package web
+package markdown
 
 import (
 	"math/rand"

@@ -1,4 +1,6 @@
-package host
+// Package logfile is the host's log file: append-only, capped in size, rotated once,
+// shared by every host process of one data directory.
+package logfile
 
 import (
 	"fmt"
@@ -7,14 +9,14 @@ import (
 	"sync"
 )
 
-// MaxLogBytes caps the log file; past it the file is rotated to ferry.log.1 so a
+// MaxBytes caps the log file; past it the file is rotated to ferry.log.1 so a
 // long-lived host never fills the disk.
-const MaxLogBytes = 5 << 20
+const MaxBytes = 5 << 20
 
-// LogFile is an append-only, size-capped log file. Several host processes may append
+// File is an append-only, size-capped log file. Several host processes may append
 // to the same file; each keeps its own idea of the size, so rotation is approximate
 // but the cap holds to within one process's writes.
-type LogFile struct {
+type File struct {
 	mu   sync.Mutex
 	path string
 	max  int64
@@ -22,19 +24,19 @@ type LogFile struct {
 	size int64
 }
 
-// OpenLogFile opens (creating) the log at path with its directory.
-func OpenLogFile(path string, max int64) (*LogFile, error) {
+// Open opens (creating) the log at path with its directory.
+func Open(path string, max int64) (*File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating log directory: %w", err)
 	}
-	l := &LogFile{path: path, max: max}
+	l := &File{path: path, max: max}
 	if err := l.open(); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *LogFile) open() error {
+func (l *File) open() error {
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening log file: %w", err)
@@ -49,7 +51,7 @@ func (l *LogFile) open() error {
 }
 
 // Write appends p, rotating first when p would take the file past its cap.
-func (l *LogFile) Write(p []byte) (int, error) {
+func (l *File) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.size+int64(len(p)) > l.max && l.size > 0 {
@@ -65,7 +67,7 @@ func (l *LogFile) Write(p []byte) (int, error) {
 }
 
 // Close closes the file.
-func (l *LogFile) Close() error {
+func (l *File) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.f.Close()

@@ -1,16 +1,13 @@
-package web
+package markdown
 
 import (
 	"flag"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/text/encoding/simplifiedchinese"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.md from the extractor's output")
@@ -46,25 +43,6 @@ func TestExtractGolden(t *testing.T) {
 				t.Errorf("%s differs from the extraction:\n--- got ---\n%s\n--- want ---\n%s", golden, got, want)
 			}
 		})
-	}
-}
-
-// The Chinese page end to end: served as GB2312/GBK bytes with no charset in the
-// header, decoded through its <meta http-equiv>, extracted like the golden file.
-func TestFetchGBKPage(t *testing.T) {
-	src, err := os.ReadFile("testdata/zh.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gbk := encode(t, simplifiedchinese.GBK, string(src))
-	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.Write(gbk)
-	})
-	res := mustOK(t, allowLoopback(), map[string]any{"url": s.URL})
-	want := Extract(string(src))
-	if res.Content != want.Markdown || res.Title != want.Title {
-		t.Errorf("GBK page: %q / %q", res.Title, res.Content)
 	}
 }
 

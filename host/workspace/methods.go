@@ -1,0 +1,134 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/ferryhq/ferry/protocol"
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
+)
+
+// The options page's view of the workspace (workspace.*): the same listing and
+// deletion as opfs_list and opfs_delete, with errors as protocol errors whose
+// data.reason names what was wrong for the page.
+
+// PageStore is what the options page's methods need; *storage.DB implements it.
+type PageStore interface {
+	Store
+	Stat(ctx context.Context, path string) (storage.FileInfo, error)
+	WorkspaceUsage(ctx context.Context) (int64, error)
+	GetSetting(ctx context.Context, key string) (string, bool, error)
+}
+
+// MaxPageRead is the largest file workspace.read returns: the options page shows
+// or downloads it in one message, and a data URL is a third larger than the file.
+const MaxPageRead = 16 << 20
+
+// RegisterMethods adds workspace.list, workspace.read, workspace.delete and
+// workspace.usage.
+func RegisterMethods(mux *protocol.Mux, store PageStore, log zerolog.Logger) {
+	m := pageMethods{store, log}
+	protocol.Handle(mux, "workspace.list", m.list)
+	protocol.Handle(mux, "workspace.read", m.read)
+	protocol.Handle(mux, "workspace.delete", m.delete)
+	protocol.Handle(mux, "workspace.usage", m.usage)
+}
+
+type pageMethods struct {
+	db  PageStore
+	log zerolog.Logger
+}
+
+type pathParams struct {
+	Path string `json:"path"`
+}
+
+// pageError turns storage's workspace errors into protocol errors whose message
+// says what was wrong and whose data.reason names it for the page.
+func pageError(err error) error {
+	reasons := []struct {
+		err    error
+		reason string
+	}{
+		{storage.ErrFileNotFound, "not_found"}, {storage.ErrIsFolder, "is_folder"}, {storage.ErrNotFolder, "not_folder"},
+		{storage.ErrPathIsRoot, "is_root"}, {storage.ErrPathEscapes, "bad_path"}, {storage.ErrPathNUL, "bad_path"},
+		{storage.ErrPathControl, "bad_path"}, {storage.ErrPathBackslash, "bad_path"}, {storage.ErrPathNotUTF8, "bad_path"},
+		{storage.ErrPathTooLong, "bad_path"}, {storage.ErrSegmentTooLong, "bad_path"}, {storage.ErrPathEmptySegment, "bad_path"},
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return &protocol.Error{Code: protocol.CodeInvalidParams, Message: err.Error(), Data: map[string]string{"reason": r.reason}}
+		}
+	}
+	return err
+}
+
+// pageEntry is an opfs_list entry with its full path, which the page links to.
+type pageEntry struct {
+	Entry
+	Path string `json:"path"`
+}
+
+func (m pageMethods) list(ctx context.Context, p pathParams) (any, error) {
+	l, err := list(ctx, m.db, p.Path)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	out := make([]pageEntry, 0, len(l.Entries))
+	for _, e := range l.Entries {
+		out = append(out, pageEntry{e, join(l.Path, e.Name)})
+	}
+	return map[string]any{"path": l.Path, "entries": out}, nil
+}
+
+func (m pageMethods) read(ctx context.Context, p pathParams) (any, error) {
+	fi, err := m.db.Stat(ctx, p.Path)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	if fi.Size > MaxPageRead {
+		return nil, &protocol.Error{Code: protocol.CodeInvalidParams,
+			Message: fmt.Sprintf("%s is %d bytes, more than the %d the options page can open; read it with `ferry call opfs_read`", fi.Path, fi.Size, MaxPageRead),
+			Data:    map[string]string{"reason": "too_large"}}
+	}
+	f, err := m.db.ReadFile(ctx, p.Path)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	out := map[string]any{"path": f.Path, "mime": f.MIME, "size": f.Size, "is_text": f.IsText,
+		"version": f.Version, "modified": f.ModifiedAt.UTC().Format(timeFormat)}
+	if f.IsText {
+		out["text"] = string(f.Content)
+	} else {
+		out["data_url"] = dataURL(f.MIME, f.Content)
+	}
+	return out, nil
+}
+
+func (m pageMethods) delete(ctx context.Context, p pathParams) (any, error) {
+	out, err := remove(ctx, m.db, p.Path)
+	if err != nil {
+		return nil, pageError(err)
+	}
+	m.log.Info().Str("path", out.Path).Int("files", out.Files).Msg("workspace delete from the options page")
+	return out, nil
+}
+
+func (m pageMethods) usage(ctx context.Context, _ struct{}) (any, error) {
+	used, err := m.db.WorkspaceUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	quota := storage.DefaultWorkspaceQuota
+	if v, ok, err := m.db.GetSetting(ctx, storage.SettingWorkspaceQuota); err != nil {
+		return nil, err
+	} else if ok {
+		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 {
+			quota = n
+		}
+	}
+	return map[string]int64{"bytes": used, "quota": quota}, nil
+}

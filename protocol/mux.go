@@ -1,0 +1,67 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Mux is the table of JSON-RPC methods a peer answers. Every method is registered
+// with Handle, which decodes its params once, strictly (DecodeParams), before the
+// method's own code runs: no handler repeats that prologue, and a misspelt field is
+// refused the same way everywhere.
+type Mux struct {
+	table map[string]func(context.Context, json.RawMessage) (any, error)
+}
+
+// NewMux returns an empty table.
+func NewMux() *Mux {
+	return &Mux{table: map[string]func(context.Context, json.RawMessage) (any, error){}}
+}
+
+// Handle registers the method name on mux: fn receives the params decoded into P
+// (absent params are P's zero value; unknown fields are invalid params). A name
+// registered twice is a programming error and panics when the table is built, at
+// start-up, so two features can never silently fight over one method.
+func Handle[P any](mux *Mux, name string, fn func(ctx context.Context, params P) (any, error)) {
+	if name == "" || fn == nil {
+		panic("protocol: a method needs a name and a function")
+	}
+	if _, dup := mux.table[name]; dup {
+		panic(fmt.Sprintf("protocol: method %q registered twice", name))
+	}
+	mux.table[name] = func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p P
+		if err := DecodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		return fn(ctx, p)
+	}
+}
+
+// Has reports whether name is registered.
+func (m *Mux) Has(name string) bool {
+	_, ok := m.table[name]
+	return ok
+}
+
+// Names lists the registered methods in order.
+func (m *Mux) Names() []string {
+	names := make([]string, 0, len(m.table))
+	for n := range m.table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Dispatch is the Handler that answers from the table; an unknown method is
+// CodeMethodNotFound.
+func (m *Mux) Dispatch(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	fn, ok := m.table[method]
+	if !ok {
+		return nil, Errorf(CodeMethodNotFound, "method not found: %s", method)
+	}
+	return fn(ctx, params)
+}
