@@ -80,9 +80,9 @@ func TestWorkspaceMethods(t *testing.T) {
 	_, err = callJSON(t, h, "workspace.list", `{"path":"nope"}`)
 	wantReason(t, err, protocol.CodeInvalidParams, "not_found", "/nope")
 	_, err = callJSON(t, h, "workspace.list", `{"path":"img.png"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "not_folder", "not a folder")
+	wantReason(t, err, protocol.CodeInvalidParams, "conflict", "not a folder")
 	_, err = callJSON(t, h, "workspace.list", `{"path":"../x"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "bad_path", "climbs above")
+	wantReason(t, err, protocol.CodeInvalidParams, "invalid", "climbs above")
 
 	got, err = callJSON(t, h, "workspace.read", `{"path":"notes/todo.md"}`)
 	if err != nil || !strings.Contains(got, `"text":"# \u003cb\u003etodo\u003c/b\u003e\n"`) || !strings.Contains(got, `"is_text":true`) || strings.Contains(got, "data_url") {
@@ -93,11 +93,11 @@ func TestWorkspaceMethods(t *testing.T) {
 		t.Fatalf("read binary: %s %v", got, err)
 	}
 	_, err = callJSON(t, h, "workspace.read", `{"path":"notes"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "is_folder", "is a folder")
+	wantReason(t, err, protocol.CodeInvalidParams, "conflict", "is a folder")
 	_, err = callJSON(t, h, "workspace.read", `{"path":"/"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "is_root", "root")
+	wantReason(t, err, protocol.CodeInvalidParams, "invalid", "root")
 	_, err = callJSON(t, h, "workspace.read", `{"path":"a\\b"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "bad_path", "backslash")
+	wantReason(t, err, protocol.CodeInvalidParams, "invalid", "backslash")
 	_, err = callJSON(t, h, "workspace.read", `{"file":"x"}`)
 	wantReason(t, err, protocol.CodeInvalidParams, "", "unknown field")
 
@@ -113,7 +113,7 @@ func TestWorkspaceMethods(t *testing.T) {
 	}
 
 	_, err = callJSON(t, h, "workspace.delete", `{"path":"/"}`)
-	wantReason(t, err, protocol.CodeInvalidParams, "is_root", "root")
+	wantReason(t, err, protocol.CodeInvalidParams, "invalid", "root")
 	got, err = callJSON(t, h, "workspace.delete", `{"path":"notes/"}`)
 	if err != nil || got != `{"path":"/notes","removed":["/notes/todo.md"],"files":1,"bytes":14}` {
 		t.Fatalf("delete: %s %v", got, err)

@@ -3,35 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 )
-
-// JSON-RPC 2.0 error codes, and Ferry's own in the range the spec leaves to servers.
-const (
-	CodeParseError       = -32700
-	CodeInvalidRequest   = -32600
-	CodeMethodNotFound   = -32601
-	CodeInvalidParams    = -32602
-	CodeInternalError    = -32603
-	CodeProtocolMismatch = -32000
-	CodeCancelled        = -32001
-)
-
-// Error is a JSON-RPC error object. Handlers return it to choose the code the peer
-// sees; any other error becomes CodeInternalError.
-type Error struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-	Data    any    `json:"data,omitempty"`
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
-
-// Errorf builds an Error with a formatted message.
-func Errorf(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
-}
 
 // Message is any JSON-RPC 2.0 message. ID is kept raw so that absent (a notification)
 // and null stay distinct and numbers round-trip exactly as the peer wrote them.

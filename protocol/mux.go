@@ -36,7 +36,8 @@ func Handle[P any](mux *Mux, name string, fn func(ctx context.Context, params P)
 		if err := DecodeParams(raw, &p); err != nil {
 			return nil, err
 		}
-		return fn(ctx, p)
+		res, err := fn(ctx, p)
+		return res, WireError(err)
 	}
 }
 

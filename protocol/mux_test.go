@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,5 +73,59 @@ func TestMuxRefusesDuplicates(t *testing.T) {
 			}()
 			register()
 		}()
+	}
+}
+
+type refusal struct{ msg, reason string }
+
+func (r refusal) Error() string  { return r.msg }
+func (r refusal) Reason() string { return r.reason }
+
+// A refusal a method returns, wrapped or not, reaches the peer as invalid params
+// naming its kind; the method's own *Error and other errors pass as they are.
+func TestMuxAnswersRefusalsOnce(t *testing.T) {
+	mux := NewMux()
+	errs := map[string]error{
+		"refused": fmt.Errorf("conversation %q: %w", "c1", refusal{"no such conversation", "not_found"}),
+		"coded":   Errorf(CodeAskRefused, "not now"),
+		"broken":  errors.New("disk I/O error"),
+	}
+	for name, err := range errs {
+		Handle(mux, name, func(context.Context, struct{}) (any, error) { return nil, err })
+	}
+	_, err := mux.Dispatch(context.Background(), "refused", nil)
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Code != CodeInvalidParams || pe.Message != `conversation "c1": no such conversation` ||
+		pe.Data.(map[string]string)["reason"] != "not_found" {
+		t.Fatalf("refusal: %#v", err)
+	}
+	if _, err := mux.Dispatch(context.Background(), "coded", nil); !errors.As(err, &pe) || pe.Code != CodeAskRefused {
+		t.Fatalf("coded: %v", err)
+	}
+	if _, err := mux.Dispatch(context.Background(), "broken", nil); errors.As(err, &pe) || err.Error() != "disk I/O error" {
+		t.Fatalf("broken: %v", err)
+	}
+}
+
+// PROTOCOL.md's table of error codes is errors.go's: the same codes, no more.
+func TestProtocolMDCodeTable(t *testing.T) {
+	doc, err := os.ReadFile("PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`(?m)^\| (-32\d{3}) \| `).FindAllStringSubmatch(string(doc), -1)
+	documented := map[int]bool{}
+	for _, r := range rows {
+		n, _ := strconv.Atoi(r[1])
+		documented[n] = true
+	}
+	for _, c := range Codes {
+		if !documented[c] {
+			t.Errorf("code %d is in errors.go but not in PROTOCOL.md's table", c)
+		}
+		delete(documented, c)
+	}
+	for c := range documented {
+		t.Errorf("PROTOCOL.md documents code %d, which errors.go does not have", c)
 	}
 }

@@ -26,7 +26,7 @@ const (
 	RoleSummary   = "summary"
 )
 
-var ErrConversationNotFound = errors.New("no such conversation")
+var ErrConversationNotFound = NewError(NotFound, "no such conversation")
 
 // Conversation is one chat: its settings and where it stands.
 type Conversation struct {

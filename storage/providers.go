@@ -31,7 +31,7 @@ type ProviderConfig struct {
 }
 
 // ErrProviderNotFound means no provider has the asked id.
-var ErrProviderNotFound = errors.New("no such model provider")
+var ErrProviderNotFound = NewError(NotFound, "no such model provider")
 
 // ProviderSecretKey names the secret that holds a provider's API key.
 func ProviderSecretKey(id string) string { return "provider." + id + ".key" }
@@ -56,7 +56,7 @@ func scanProvider(s rowScanner) (ProviderConfig, error) {
 // one saved when no default exists, becomes it. The returned config says which.
 func (db *DB) SaveProvider(ctx context.Context, p ProviderConfig) (saved ProviderConfig, existed bool, err error) {
 	if p.ID == "" {
-		return ProviderConfig{}, false, errors.New("a provider needs an id")
+		return ProviderConfig{}, false, NewError(Invalid, "a provider needs an id")
 	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		var n int

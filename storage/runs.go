@@ -18,7 +18,7 @@ const (
 	RunInterrupted = "interrupted" // its host process exited while it ran
 )
 
-var ErrRunNotFound = errors.New("no such run")
+var ErrRunNotFound = NewError(NotFound, "no such run")
 
 // Run is one pass of the agent loop over a conversation.
 type Run struct {

@@ -20,9 +20,9 @@ const (
 var TaskStatuses = []string{TaskPending, TaskInProgress, TaskCompleted}
 
 var (
-	ErrTaskNotFound   = errors.New("no such task in this conversation")
-	ErrBadTaskStatus  = fmt.Errorf("status must be one of %s", strings.Join(TaskStatuses, ", "))
-	ErrEmptyTaskTitle = errors.New("a task needs a subject (a short title)")
+	ErrTaskNotFound   = NewError(NotFound, "no such task in this conversation")
+	ErrBadTaskStatus  = NewError(Invalid, "status must be one of %s", strings.Join(TaskStatuses, ", "))
+	ErrEmptyTaskTitle = NewError(Invalid, "a task needs a subject (a short title)")
 )
 
 // Task is one entry of a conversation's task list.

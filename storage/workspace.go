@@ -40,27 +40,27 @@ const (
 // Path refusals. Each says what was wrong and what to do instead, because the model
 // reads them and should be able to correct its call.
 var (
-	ErrPathEscapes      = errors.New(`".." climbs above the workspace root; paths are relative to the root and cannot leave it`)
-	ErrPathNUL          = errors.New("path contains a NUL byte, which no file name may hold")
-	ErrPathControl      = errors.New("path contains a control character (newline, tab, escape, …); use printable characters only")
-	ErrPathBackslash    = errors.New(`path contains a backslash: separate folders with "/" (a backslash separates folders on Windows but is an ordinary character elsewhere, so the path would mean different things on different systems)`)
-	ErrPathNotUTF8      = errors.New("path is not valid UTF-8")
-	ErrPathTooLong      = fmt.Errorf("path is longer than %d bytes; use shorter folder or file names", MaxPathBytes)
-	ErrSegmentTooLong   = fmt.Errorf("a file or folder name in the path is longer than %d bytes; shorten it", MaxSegmentBytes)
-	ErrPathEmptySegment = errors.New("path has a file or folder name made only of spaces; give it a visible name")
-	ErrPathIsRoot       = errors.New(`path names the workspace root ("/"), not a file; give a file path such as "/notes.txt"`)
+	ErrPathEscapes      = NewError(Invalid, `".." climbs above the workspace root; paths are relative to the root and cannot leave it`)
+	ErrPathNUL          = NewError(Invalid, "path contains a NUL byte, which no file name may hold")
+	ErrPathControl      = NewError(Invalid, "path contains a control character (newline, tab, escape, …); use printable characters only")
+	ErrPathBackslash    = NewError(Invalid, `path contains a backslash: separate folders with "/" (a backslash separates folders on Windows but is an ordinary character elsewhere, so the path would mean different things on different systems)`)
+	ErrPathNotUTF8      = NewError(Invalid, "path is not valid UTF-8")
+	ErrPathTooLong      = NewError(Invalid, "path is longer than %d bytes; use shorter folder or file names", MaxPathBytes)
+	ErrSegmentTooLong   = NewError(Invalid, "a file or folder name in the path is longer than %d bytes; shorten it", MaxSegmentBytes)
+	ErrPathEmptySegment = NewError(Invalid, "path has a file or folder name made only of spaces; give it a visible name")
+	ErrPathIsRoot       = NewError(Invalid, `path names the workspace root ("/"), not a file; give a file path such as "/notes.txt"`)
 )
 
 // Workspace state refusals.
 var (
-	ErrFileNotFound        = errors.New("no such file or folder in the workspace")
-	ErrIsFolder            = errors.New("path is a folder (files exist under it); choose another name or delete the folder first")
-	ErrParentIsFile        = errors.New("a parent of the path is a file, so it cannot also be a folder; choose another path or delete that file first")
-	ErrNotFolder           = errors.New("path is a file, not a folder")
-	ErrQuotaExceeded       = errors.New("workspace quota exceeded")
-	ErrNoVersions          = errors.New("no earlier version to go back to")
-	ErrNoSuchVersion       = errors.New("no such version of the file")
-	ErrBadWorkspaceSetting = errors.New("a workspace setting holds an invalid value")
+	ErrFileNotFound        = NewError(NotFound, "no such file or folder in the workspace")
+	ErrIsFolder            = NewError(Conflict, "path is a folder (files exist under it); choose another name or delete the folder first")
+	ErrParentIsFile        = NewError(Conflict, "a parent of the path is a file, so it cannot also be a folder; choose another path or delete that file first")
+	ErrNotFolder           = NewError(Conflict, "path is a file, not a folder")
+	ErrQuotaExceeded       = NewError(Quota, "workspace quota exceeded")
+	ErrNoVersions          = NewError(Conflict, "no earlier version to go back to")
+	ErrNoSuchVersion       = NewError(NotFound, "no such version of the file")
+	ErrBadWorkspaceSetting = NewError(Conflict, "a workspace setting holds an invalid value")
 )
 
 // CleanPath turns a workspace path into its canonical form: forward slashes, a leading

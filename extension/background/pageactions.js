@@ -17,6 +17,8 @@
 // Tab, frame and origin always come from the port's sender, never from the page.
 // A bridge reaches only these page.actions.* methods, never the host at large.
 
+import { RPC } from '../lib/host-errors.js';
+
 export const PAGE_PORT = 'ferry-page';
 export const RUN_SLACK_MS = 10_000;
 
@@ -126,7 +128,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     port.onDisconnect(() => {
       if (frames.get(k) !== f) return;
       frames.delete(k);
-      for (const p of f.runs.values()) p.reject(Object.assign(new Error('the page navigated or closed while the action ran'), { code: -32010, data: { reason: 'gone' } }));
+      for (const p of f.runs.values()) p.reject(Object.assign(new Error('the page navigated or closed while the action ran'), { code: RPC.BROWSER_ERROR, data: { reason: 'gone' } }));
       f.runs.clear();
       for (const p of f.confirms.values()) p.resolve({ answered: false });
       f.confirms.clear();
@@ -163,14 +165,14 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
   function run(params) {
     const f = frames.get(key(params?.tab_id, params?.frame_id ?? 0));
     if (!f) {
-      return Promise.reject(Object.assign(new Error(`no page in tab ${params?.tab_id} frame ${params?.frame_id ?? 0} declares actions now (closed or navigated away)`), { code: -32010, data: { reason: 'no_frame' } }));
+      return Promise.reject(Object.assign(new Error(`no page in tab ${params?.tab_id} frame ${params?.frame_id ?? 0} declares actions now (closed or navigated away)`), { code: RPC.BROWSER_ERROR, data: { reason: 'no_frame' } }));
     }
     const rid = nextRid++;
     const ms = (params.timeout_ms > 0 ? params.timeout_ms : 30_000) + RUN_SLACK_MS;
     return new Promise((resolve, reject) => {
       const timer = timers.setTimeout(() => {
         f.runs.delete(rid);
-        reject(Object.assign(new Error(`the page did not answer within ${ms} ms`), { code: -32010, data: { reason: 'timeout' } }));
+        reject(Object.assign(new Error(`the page did not answer within ${ms} ms`), { code: RPC.BROWSER_ERROR, data: { reason: 'timeout' } }));
       }, ms);
       f.runs.set(rid, {
         resolve: (v) => { timers.clearTimeout(timer); resolve(v); },

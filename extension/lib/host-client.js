@@ -11,14 +11,14 @@
 
 import { createBackoff } from './backoff.js';
 import { CHUNK_METHOD, createChunkAssembler } from './chunks.js';
-import { HostError, disconnectError, rpcError, toRpcError } from './host-errors.js';
+import { HostError, RPC, disconnectError, rpcError, toRpcError } from './host-errors.js';
 
 export const HOST_NAME = 'ferry_host';
 export const PROTOCOL_VERSION = 1;
 export const CLIENT_NAME = 'ferry-extension';
 export const DEFAULT_TIMEOUT_MS = 30_000;
-export const ERROR_PROTOCOL_MISMATCH = -32000;
-export const ERROR_METHOD_NOT_FOUND = -32601;
+export const ERROR_PROTOCOL_MISMATCH = RPC.PROTOCOL_MISMATCH;
+export const ERROR_METHOD_NOT_FOUND = RPC.METHOD_NOT_FOUND;
 
 /**
  * @param {object} opts

@@ -1,6 +1,21 @@
 // Errors of the host client, and the one table that turns the browser's
 // native-messaging disconnect texts into stable reasons the UI can act on.
 
+// Every JSON-RPC error code of the wire, named as protocol/errors.go names them
+// (CodeProtocolMismatch is PROTOCOL_MISMATCH); a test holds the two together.
+export const RPC = Object.freeze({
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  PROTOCOL_MISMATCH: -32000,
+  CANCELLED: -32001,
+  UNAUTHORIZED: -32003,
+  BROWSER_ERROR: -32010,
+  ASK_REFUSED: -32020,
+});
+
 export class HostError extends Error {
   constructor(message, { reason, code, data } = {}) {
     super(message);
@@ -59,7 +74,7 @@ export function toRpcError(err) {
     if (err.data !== undefined) out.data = err.data;
     return out;
   }
-  return { code: -32603, message: String(err?.message ?? err) };
+  return { code: RPC.INTERNAL_ERROR, message: String(err?.message ?? err) };
 }
 
 /** Errors cross runtime messaging as plain objects; keep what callers use. */

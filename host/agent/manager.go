@@ -72,11 +72,11 @@ type Manager struct {
 
 var (
 	// ErrBusy means the conversation already has a run going.
-	ErrBusy = errors.New("a run is already going in this conversation: wait for it or cancel it (chat.cancel)")
+	ErrBusy = storage.NewError(storage.Conflict, "a run is already going in this conversation: wait for it or cancel it (chat.cancel)")
 	// ErrClosed means the host is shutting down.
 	ErrClosed = errors.New("the agent is shutting down")
 	// ErrNothingToResume means the conversation ended with a final answer.
-	ErrNothingToResume = errors.New("nothing to resume: the conversation's last run ended with an answer; send a new message instead")
+	ErrNothingToResume = storage.NewError(storage.Conflict, "nothing to resume: the conversation's last run ended with an answer; send a new message instead")
 
 	errShutdown = errors.New("the host process is exiting")
 	errUserStop = errors.New("cancelled")

@@ -28,19 +28,6 @@ func invalid(format string, a ...any) error {
 	return protocol.Errorf(protocol.CodeInvalidParams, "invalid params: "+format, a...)
 }
 
-// wire maps the agent's errors to protocol errors: a caller's mistake is invalid
-// params with the reason; anything else passes as it is.
-func wire(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, storage.ErrConversationNotFound), errors.Is(err, storage.ErrRunNotFound),
-		errors.Is(err, ErrBusy), errors.Is(err, ErrNothingToResume):
-		return protocol.Errorf(protocol.CodeInvalidParams, "%s", err.Error())
-	}
-	return err
-}
-
 type sendParams struct {
 	Text           string `json:"text"`
 	ConversationID string `json:"conversation_id,omitempty"`
@@ -60,7 +47,7 @@ func (m *Manager) chatSend(ctx context.Context, p sendParams) (any, error) {
 	}
 	r, err := m.Send(ctx, SendRequest{Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID})
 	if err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	return started{r.ConversationID, r.ID}, nil
 }
@@ -94,7 +81,7 @@ func (m *Manager) chatResume(ctx context.Context, p conversationParams) (any, er
 	}
 	r, err := m.Resume(ctx, p.ConversationID, nil)
 	if err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	return started{r.ConversationID, r.ID}, nil
 }
@@ -120,7 +107,7 @@ func (m *Manager) conversationsGet(ctx context.Context, p conversationParams) (a
 	}
 	c, err := m.db.GetConversation(ctx, p.ConversationID)
 	if err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	msgs, err := m.db.Messages(ctx, c.ID)
 	if err != nil {
@@ -153,7 +140,7 @@ func (m *Manager) conversationsRename(ctx context.Context, p renameParams) (any,
 	t := strings.TrimSpace(p.Title)
 	c, err := m.db.UpdateConversation(ctx, p.ConversationID, storage.ConversationUpdate{Title: &t})
 	if err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	return map[string]any{"conversation": c}, nil
 }
@@ -168,7 +155,7 @@ func (m *Manager) conversationsDelete(ctx context.Context, p conversationParams)
 		<-r.Done()
 	}
 	if err := m.db.DeleteConversation(ctx, p.ConversationID); err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	return map[string]bool{"deleted": true}, nil
 }
@@ -208,7 +195,7 @@ func (m *Manager) runsGet(ctx context.Context, p runParams) (any, error) {
 	}
 	r, err := m.db.GetRun(ctx, p.RunID)
 	if err != nil {
-		return nil, wire(err)
+		return nil, err
 	}
 	calls, err := m.db.ModelCalls(ctx, p.RunID)
 	if err != nil {

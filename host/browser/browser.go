@@ -167,10 +167,6 @@ func (d Deps) available(ctx context.Context, call *tools.Call) (bool, string) {
 	return true, ""
 }
 
-// ErrorCode is the JSON-RPC error code of a browser method that could not do its
-// work; data.reason says why.
-const ErrorCode = -32010
-
 // errorData is the data of a -32010 error.
 type errorData struct {
 	Reason  string `json:"reason"`
@@ -210,7 +206,7 @@ func (d Deps) call(ctx context.Context, method string, params, result any, wait 
 	}
 	var perr *protocol.Error
 	if errors.As(err, &perr) {
-		return mapError(method, perr)
+		return MapError(method, perr)
 	}
 	if ctx.Err() == nil && cctx.Err() != nil {
 		return tools.Failf(tools.CodeTimeout, "the browser did not answer %s within %s (the extension's service worker may have been restarted); it may have had effects: check before retrying", method, wait)
@@ -221,15 +217,18 @@ func (d Deps) call(ctx context.Context, method string, params, result any, wait 
 	return tools.Failf(tools.CodeHandlerError, "%s failed: %v", method, err)
 }
 
-// mapError is BROWSER.md's table: the extension's message is kept, with what the
-// agent should do next where the reason implies it.
-func mapError(method string, perr *protocol.Error) error {
+// MapError is BROWSER.md's table, the one place where the extension's -32010
+// reasons become tool codes: the browser tools and the pages' actions both come
+// through it. The extension's message is kept, with what the agent should do next
+// where the reason implies it; subject (the method or the action) names what failed
+// when the message alone would not.
+func MapError(subject string, perr *protocol.Error) error {
 	msg := strings.TrimSpace(perr.Message)
 	if msg == "" {
-		msg = method + " failed"
+		msg = subject + " failed"
 	}
-	if perr.Code != ErrorCode {
-		return tools.Failf(tools.CodeHandlerError, "%s: %s", method, msg)
+	if perr.Code != protocol.CodeBrowserError {
+		return tools.Failf(tools.CodeHandlerError, "%s: %s", subject, msg)
 	}
 	var d errorData
 	if perr.Data != nil {
@@ -247,6 +246,10 @@ func mapError(method string, perr *protocol.Error) error {
 	switch d.Reason {
 	case "no_tab":
 		return tools.Failf(tools.CodeActionUnavailable, "%s; list_tabs shows the open tabs", msg)
+	case "no_frame":
+		return tools.Failf(tools.CodeActionUnavailable, "%s", msg)
+	case "gone":
+		return tools.Failf(tools.CodeHandlerError, "%s; it may have had effects: check before retrying", msg)
 	case "restricted_page":
 		return tools.Failf(tools.CodeActionUnavailable, "%s: the browser does not let extensions work in this page", with("", d.URL))
 	case "no_permission":

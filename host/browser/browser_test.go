@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -173,7 +175,7 @@ func browserErr(reason, msg string, data map[string]any) error {
 	for k, v := range data {
 		d[k] = v
 	}
-	return &protocol.Error{Code: ErrorCode, Message: msg, Data: d}
+	return &protocol.Error{Code: protocol.CodeBrowserError, Message: msg, Data: d}
 }
 
 func ok(v any) func(map[string]any) (any, error) {
@@ -294,6 +296,8 @@ func TestErrorReasons(t *testing.T) {
 		{"invalid", nil, tools.CodeInvalidParams, nil},
 		{"timeout", nil, tools.CodeTimeout, []string{"may have had effects"}},
 		{"script_error", map[string]any{"message": "x is not defined", "stack": "at <anonymous>:1:1"}, tools.CodeHandlerError, []string{"x is not defined", "at <anonymous>:1:1"}},
+		{"no_frame", nil, tools.CodeActionUnavailable, nil},
+		{"gone", nil, tools.CodeHandlerError, []string{"may have had effects"}},
 		{"something_new", nil, tools.CodeHandlerError, nil},
 	} {
 		e := newEnv(t, nil)
@@ -317,6 +321,44 @@ func TestErrorReasons(t *testing.T) {
 	e.fake.on("browser.page.info", ok(nil))
 	if r := e.call("browser_info", `{}`); r.Code != tools.CodeTimeout || !strings.Contains(r.Reason, "service worker") {
 		t.Errorf("no answer: %+v", r)
+	}
+}
+
+// BROWSER.md's error table is the code's: every reason it lists maps to the tool
+// code it says, and every reason the extension may send is listed.
+func TestBrowserMDErrorTable(t *testing.T) {
+	doc, err := os.ReadFile("../../protocol/BROWSER.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Errors"):]
+	section = section[:strings.Index(section, "\n## ")]
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| .* \\| `([A-Z_]+)` \\|$")
+	rows := row.FindAllStringSubmatch(section, -1)
+	if len(rows) < 10 {
+		t.Fatalf("only %d rows in BROWSER.md's error table", len(rows))
+	}
+	listed := map[string]bool{}
+	for _, r := range rows {
+		listed[r[1]] = true
+		err := MapError("browser.x", &protocol.Error{Code: protocol.CodeBrowserError, Message: "m", Data: map[string]any{"reason": r[1]}})
+		var f *tools.Failure
+		if !errors.As(err, &f) || string(f.Code) != r[2] {
+			t.Errorf("reason %s: %v; BROWSER.md says %s", r[1], err, r[2])
+		}
+	}
+	js, err := os.ReadFile("../../extension/background/browser/errors.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := regexp.MustCompile(`(?s)REASONS = Object\.freeze\(\[(.*?)\]\)`).FindSubmatch(js)
+	if decl == nil {
+		t.Fatal("no REASONS in errors.js")
+	}
+	for _, m := range regexp.MustCompile(`'([a-z_]+)'`).FindAllSubmatch(decl[1], -1) {
+		if !listed[string(m[1])] {
+			t.Errorf("the extension may send reason %s, which BROWSER.md does not list", m[1])
+		}
 	}
 }
 

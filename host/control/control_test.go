@@ -94,11 +94,11 @@ func TestTokenRequired(t *testing.T) {
 	c := rawConn(t, s.Info().Socket)
 	err := c.Call(ctx, "tools.list", nil, nil)
 	var perr *protocol.Error
-	if !errors.As(err, &perr) || perr.Code != CodeUnauthorized {
+	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized {
 		t.Fatalf("a request before hello: %v", err)
 	}
 	err = c.Call(ctx, HelloMethod, map[string]string{"token": strings.Repeat("0", 64)}, nil)
-	if !errors.As(err, &perr) || perr.Code != CodeUnauthorized {
+	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized {
 		t.Fatalf("a wrong token: %v", err)
 	}
 	// The server hangs up on a wrong token.

@@ -161,7 +161,7 @@ func chatSend(ctx context.Context, h Local, peer *Peer, params json.RawMessage) 
 		OnEvent: func(ev agent.Event) { peer.Notify("chat.event", ev) },
 	})
 	if err != nil {
-		return nil, err
+		return nil, protocol.WireError(err)
 	}
 	peer.OnClose(func() { r.Cancel() })
 	return map[string]string{"conversation_id": r.ConversationID, "run_id": r.ID}, nil

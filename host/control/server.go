@@ -19,9 +19,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// CodeUnauthorized answers every request before a successful control.hello.
-const CodeUnauthorized = -32003
-
 // HelloMethod is the first request a client sends: {token}.
 const HelloMethod = "control.hello"
 
@@ -250,14 +247,14 @@ func (s *Server) handle(ctx context.Context, p *Peer, method string, params json
 			s.opts.Log.Warn().Msg("control: a client presented a wrong token; disconnecting it")
 			// Answer first, then hang up.
 			time.AfterFunc(100*time.Millisecond, func() { p.nc.Close() })
-			return nil, protocol.Errorf(CodeUnauthorized, "unauthorized: wrong control token")
+			return nil, protocol.Errorf(protocol.CodeUnauthorized, "unauthorized: wrong control token")
 		}
 		p.authed.Store(true)
 		s.Touch()
 		return s.Info(), nil
 	}
 	if !p.authed.Load() {
-		return nil, protocol.Errorf(CodeUnauthorized, "unauthorized: send %s {token} first (the token is in %s)", HelloMethod, Dir(s.opts.DataDir))
+		return nil, protocol.Errorf(protocol.CodeUnauthorized, "unauthorized: send %s {token} first (the token is in %s)", HelloMethod, Dir(s.opts.DataDir))
 	}
 	s.Touch()
 	return s.opts.Handle(ctx, p, method, params)

@@ -71,7 +71,7 @@ func TestPipeTokenAndACLWindows(t *testing.T) {
 	raw := protocol.NewConn(nc, nc, func(context.Context, string, json.RawMessage) (any, error) { return nil, nil })
 	go raw.Serve(ctx)
 	var perr *protocol.Error
-	if err := raw.Call(ctx, "tools.list", nil, nil); !errors.As(err, &perr) || perr.Code != CodeUnauthorized {
+	if err := raw.Call(ctx, "tools.list", nil, nil); !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized {
 		t.Fatalf("a request before hello: %v", err)
 	}
 	nc.Close()

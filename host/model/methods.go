@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"errors"
 
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
@@ -26,20 +25,20 @@ func RegisterMethods(mux *protocol.Mux, db *storage.DB) {
 	protocol.Handle(mux, "providers.save", func(ctx context.Context, p SaveParams) (any, error) {
 		v, existed, err := Save(ctx, db, p)
 		if err != nil {
-			return nil, invalid(err)
+			return nil, err
 		}
 		return map[string]any{"provider": v, "replaced": existed}, nil
 	})
 	protocol.Handle(mux, "providers.remove", func(ctx context.Context, p idParams) (any, error) {
 		nd, err := db.DeleteProvider(ctx, p.ID)
 		if err != nil {
-			return nil, invalid(err)
+			return nil, err
 		}
 		return map[string]any{"removed": p.ID, "default": nd}, nil
 	})
 	protocol.Handle(mux, "providers.set_default", func(ctx context.Context, p idParams) (any, error) {
 		if err := db.SetDefaultProvider(ctx, p.ID); err != nil {
-			return nil, invalid(err)
+			return nil, err
 		}
 		return map[string]any{"default": p.ID}, nil
 	})
@@ -48,12 +47,6 @@ func RegisterMethods(mux *protocol.Mux, db *storage.DB) {
 	})
 }
 
-// invalid turns a refusal of the caller's input (a bad field, an unknown id) into
-// invalid params, leaving storage failures as they are.
-func invalid(err error) error {
-	var ve *validationError
-	if errors.As(err, &ve) || errors.Is(err, storage.ErrProviderNotFound) {
-		return protocol.Errorf(protocol.CodeInvalidParams, "%s", err.Error())
-	}
-	return err
-}
+// Reason makes a refusal of a provider's configuration a protocol.Refusal: the
+// method table answers it as invalid params, as it answers storage's.
+func (e *validationError) Reason() string { return "invalid" }

@@ -30,8 +30,6 @@ const (
 	AskPerMinute = 5
 	// AskConfirmTimeout is how long the person has to answer "may this page start a run".
 	AskConfirmTimeout = 60 * time.Second
-	// CodeAskRefused is the protocol error code of a refused page.ask.
-	CodeAskRefused = -32020
 )
 
 func init() {
@@ -195,7 +193,7 @@ type AskResult struct {
 }
 
 func refused(format string, args ...any) error {
-	return protocol.Errorf(CodeAskRefused, format, args...)
+	return protocol.Errorf(protocol.CodeAskRefused, format, args...)
 }
 
 // noPanel reports whether ui says (directly or through Unwrap) that no side panel is open.

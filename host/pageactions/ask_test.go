@@ -75,7 +75,7 @@ func newAskEnv(t *testing.T, ui tools.UI, settings map[string]string) *askEnv {
 func refusedWith(t *testing.T, err error, want string) {
 	t.Helper()
 	var pe *protocol.Error
-	if !errors.As(err, &pe) || pe.Code != CodeAskRefused || !strings.Contains(pe.Message, want) {
+	if !errors.As(err, &pe) || pe.Code != protocol.CodeAskRefused || !strings.Contains(pe.Message, want) {
 		t.Fatalf("want refusal containing %q, got %v", want, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferryhq/ferry/host/browser"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/rs/zerolog"
@@ -500,27 +501,14 @@ func summary(c Changed) string {
 	return string(b)
 }
 
-// mapError turns a failed page.action.run request into a result code. The bridge
-// answers failures of the action itself in the result; an error here means the
-// request did not reach the page or the page went away during it.
+// mapError turns a failed page.action.run request into a result code (by the
+// browser's one table). The bridge answers failures of the action itself in the
+// result; an error here means the request did not reach the page or the page went
+// away during it.
 func mapError(id string, err error) error {
 	var perr *protocol.Error
 	if errors.As(err, &perr) {
-		var data struct {
-			Reason string `json:"reason"`
-		}
-		if raw, e := json.Marshal(perr.Data); e == nil {
-			json.Unmarshal(raw, &data)
-		}
-		switch data.Reason {
-		case "no_tab", "no_frame", "restricted_page":
-			return tools.Failf(tools.CodeActionUnavailable, "%s: %s", id, perr.Message)
-		case "gone":
-			return tools.Failf(tools.CodeHandlerError, "%s: %s; it may have had effects: check before retrying", id, perr.Message)
-		case "timeout":
-			return tools.Failf(tools.CodeTimeout, "%s: %s; it may have had effects: check before retrying", id, perr.Message)
-		}
-		return tools.Failf(tools.CodeHandlerError, "%s: %s", id, perr.Message)
+		return browser.MapError(id, perr)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err

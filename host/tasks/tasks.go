@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -210,14 +211,11 @@ func orMissing(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// failure maps storage's task errors to result codes: bad values are the caller's
-// (INVALID_PARAMS), an unknown id is a state that stopped the call (ACTION_UNAVAILABLE).
+// failure adds to a missing task where to look; the pipeline maps storage's kinds
+// to result codes.
 func failure(err error) error {
-	switch {
-	case errors.Is(err, storage.ErrBadTaskStatus), errors.Is(err, storage.ErrEmptyTaskTitle):
-		return &tools.Failure{Code: tools.CodeInvalidParams, Reason: err.Error()}
-	case errors.Is(err, storage.ErrTaskNotFound):
-		return &tools.Failure{Code: tools.CodeActionUnavailable, Reason: err.Error() + "; list_tasks shows this conversation's tasks"}
+	if errors.Is(err, storage.ErrTaskNotFound) {
+		return fmt.Errorf("%w; list_tasks shows this conversation's tasks", err)
 	}
 	return err
 }

@@ -3,7 +3,6 @@ package tasks
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -50,8 +49,8 @@ func must(t *testing.T, ts map[string]tools.Tool, conv, name, args string) any {
 func fails(t *testing.T, ts map[string]tools.Tool, conv, name, args string, code tools.Code, reason string) {
 	t.Helper()
 	_, err := run(t, ts, conv, name, args)
-	var f *tools.Failure
-	if !errors.As(err, &f) || f.Code != code || !strings.Contains(f.Reason, reason) {
+	f, ok := tools.AsFailure(err)
+	if !ok || f.Code != code || !strings.Contains(f.Reason, reason) {
 		t.Errorf("%s %s: %v; want %s mentioning %q", name, args, err, code, reason)
 	}
 }

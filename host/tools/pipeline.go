@@ -327,8 +327,7 @@ func (r *Registry) run(ctx context.Context, e *entry, call *Call, timeout time.D
 			Bytes("stack", out.stack).Msg("tool handler panicked")
 		return fail(CodeHandlerError, "%s failed: internal error: %v", e.name, out.panic)
 	case out.err != nil:
-		var f *Failure
-		if errors.As(out.err, &f) {
+		if f, ok := AsFailure(out.err); ok {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
 		if errors.Is(out.err, context.DeadlineExceeded) && rctx.Err() != nil {

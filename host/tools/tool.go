@@ -8,8 +8,11 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ferryhq/ferry/storage"
 )
 
 // Source says who declared a tool.
@@ -181,6 +184,25 @@ func (f *Failure) Error() string { return string(f.Code) + ": " + f.Reason }
 // Failf builds a Failure with a formatted reason.
 func Failf(code Code, format string, args ...any) *Failure {
 	return &Failure{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// AsFailure is the failure a tool's error stands for: a *Failure as it is, and
+// storage's refusals by their kind (the one place a kind becomes a result code):
+// malformed input is the caller's to fix (INVALID_PARAMS); a thing not there, a
+// stored state that refuses, or a full quota stopped the call before anything
+// changed (ACTION_UNAVAILABLE). A tool returns storage's errors as they are (wrapped
+// or not) and the pipeline maps them here. ok is false for any other error.
+func AsFailure(err error) (f *Failure, ok bool) {
+	if errors.As(err, &f) {
+		return f, true
+	}
+	switch storage.KindOf(err) {
+	case storage.Invalid:
+		return &Failure{Code: CodeInvalidParams, Reason: err.Error()}, true
+	case storage.NotFound, storage.Conflict, storage.Quota:
+		return &Failure{Code: CodeActionUnavailable, Reason: err.Error()}, true
+	}
+	return nil, false
 }
 
 // Result is what every caller receives: {"success": true, "result": …} or

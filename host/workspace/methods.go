@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -12,8 +11,8 @@ import (
 )
 
 // The options page's view of the workspace (workspace.*): the same listing and
-// deletion as opfs_list and opfs_delete, with errors as protocol errors whose
-// data.reason names what was wrong for the page.
+// deletion as opfs_list and opfs_delete. Storage's refusals go back as they are: the
+// host maps their kinds to JSON-RPC errors.
 
 // PageStore is what the options page's methods need; *storage.DB implements it.
 type PageStore interface {
@@ -46,26 +45,6 @@ type pathParams struct {
 	Path string `json:"path"`
 }
 
-// pageError turns storage's workspace errors into protocol errors whose message
-// says what was wrong and whose data.reason names it for the page.
-func pageError(err error) error {
-	reasons := []struct {
-		err    error
-		reason string
-	}{
-		{storage.ErrFileNotFound, "not_found"}, {storage.ErrIsFolder, "is_folder"}, {storage.ErrNotFolder, "not_folder"},
-		{storage.ErrPathIsRoot, "is_root"}, {storage.ErrPathEscapes, "bad_path"}, {storage.ErrPathNUL, "bad_path"},
-		{storage.ErrPathControl, "bad_path"}, {storage.ErrPathBackslash, "bad_path"}, {storage.ErrPathNotUTF8, "bad_path"},
-		{storage.ErrPathTooLong, "bad_path"}, {storage.ErrSegmentTooLong, "bad_path"}, {storage.ErrPathEmptySegment, "bad_path"},
-	}
-	for _, r := range reasons {
-		if errors.Is(err, r.err) {
-			return &protocol.Error{Code: protocol.CodeInvalidParams, Message: err.Error(), Data: map[string]string{"reason": r.reason}}
-		}
-	}
-	return err
-}
-
 // pageEntry is an opfs_list entry with its full path, which the page links to.
 type pageEntry struct {
 	Entry
@@ -75,7 +54,7 @@ type pageEntry struct {
 func (m pageMethods) list(ctx context.Context, p pathParams) (any, error) {
 	l, err := list(ctx, m.db, p.Path)
 	if err != nil {
-		return nil, pageError(err)
+		return nil, err
 	}
 	out := make([]pageEntry, 0, len(l.Entries))
 	for _, e := range l.Entries {
@@ -87,7 +66,7 @@ func (m pageMethods) list(ctx context.Context, p pathParams) (any, error) {
 func (m pageMethods) read(ctx context.Context, p pathParams) (any, error) {
 	fi, err := m.db.Stat(ctx, p.Path)
 	if err != nil {
-		return nil, pageError(err)
+		return nil, err
 	}
 	if fi.Size > MaxPageRead {
 		return nil, &protocol.Error{Code: protocol.CodeInvalidParams,
@@ -96,7 +75,7 @@ func (m pageMethods) read(ctx context.Context, p pathParams) (any, error) {
 	}
 	f, err := m.db.ReadFile(ctx, p.Path)
 	if err != nil {
-		return nil, pageError(err)
+		return nil, err
 	}
 	out := map[string]any{"path": f.Path, "mime": f.MIME, "size": f.Size, "is_text": f.IsText,
 		"version": f.Version, "modified": f.ModifiedAt.UTC().Format(timeFormat)}
@@ -111,7 +90,7 @@ func (m pageMethods) read(ctx context.Context, p pathParams) (any, error) {
 func (m pageMethods) delete(ctx context.Context, p pathParams) (any, error) {
 	out, err := remove(ctx, m.db, p.Path)
 	if err != nil {
-		return nil, pageError(err)
+		return nil, err
 	}
 	m.log.Info().Str("path", out.Path).Int("files", out.Files).Msg("workspace delete from the options page")
 	return out, nil

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -144,7 +143,7 @@ func Tools(deps Deps) []tools.Tool {
 			}
 			info, err := deps.Store.WriteFile(ctx, args.Path, content, mimeType)
 			if err != nil {
-				return nil, failure(err)
+				return nil, err
 			}
 			return WriteResult{Path: info.Path, Size: info.Size, MIME: info.MIME, Version: info.Version, Created: info.Version == 1}, nil
 		},
@@ -184,7 +183,7 @@ func Tools(deps Deps) []tools.Tool {
 			}
 			f, err := deps.Store.ReadFile(ctx, args.Path)
 			if err != nil {
-				return nil, failure(err)
+				return nil, err
 			}
 			return read(f, args)
 		},
@@ -210,7 +209,7 @@ func Tools(deps Deps) []tools.Tool {
 			}
 			out, err := list(ctx, deps.Store, args.Path)
 			if err != nil {
-				return nil, failure(err)
+				return nil, err
 			}
 			return out, nil
 		},
@@ -237,7 +236,7 @@ func Tools(deps Deps) []tools.Tool {
 			}
 			out, err := remove(ctx, deps.Store, args.Path)
 			if err != nil {
-				return nil, failure(err)
+				return nil, err
 			}
 			return out, nil
 		},
@@ -280,31 +279,6 @@ func remove(ctx context.Context, store Store, path string) (DeleteResult, error)
 		out.Bytes += r.Size
 	}
 	return out, nil
-}
-
-// failure maps storage's errors to result codes: a bad path is the caller's mistake
-// (INVALID_PARAMS); a missing file, a name clash or a full workspace is a state of
-// the workspace that stopped the call before anything changed (ACTION_UNAVAILABLE).
-// Anything else is HANDLER_ERROR.
-func failure(err error) error {
-	for _, e := range []error{
-		storage.ErrPathEscapes, storage.ErrPathNUL, storage.ErrPathControl, storage.ErrPathBackslash,
-		storage.ErrPathNotUTF8, storage.ErrPathTooLong, storage.ErrSegmentTooLong, storage.ErrPathEmptySegment,
-		storage.ErrPathIsRoot,
-	} {
-		if errors.Is(err, e) {
-			return &tools.Failure{Code: tools.CodeInvalidParams, Reason: err.Error()}
-		}
-	}
-	for _, e := range []error{
-		storage.ErrFileNotFound, storage.ErrIsFolder, storage.ErrParentIsFile, storage.ErrNotFolder,
-		storage.ErrQuotaExceeded, storage.ErrNoVersions, storage.ErrNoSuchVersion, storage.ErrBadWorkspaceSetting,
-	} {
-		if errors.Is(err, e) {
-			return &tools.Failure{Code: tools.CodeActionUnavailable, Reason: err.Error()}
-		}
-	}
-	return err
 }
 
 // decodeContent turns opfs_write's content into bytes and, for a data URL, its MIME

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,8 +56,8 @@ func (h *harness) ok(name, args string) any {
 func (h *harness) fails(name, args string, code tools.Code, reason string) {
 	h.t.Helper()
 	_, err := h.call(name, args)
-	var f *tools.Failure
-	if !errors.As(err, &f) || f.Code != code || !strings.Contains(f.Reason, reason) {
+	f, ok := tools.AsFailure(err)
+	if !ok || f.Code != code || !strings.Contains(f.Reason, reason) {
 		h.t.Errorf("%s %s: %v; want %s mentioning %q", name, args, err, code, reason)
 	}
 }

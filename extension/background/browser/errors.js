@@ -1,12 +1,14 @@
 // Errors of the host → extension browser methods (protocol/BROWSER.md):
-// JSON-RPC code -32010 with data.reason, which the host maps to a tool code.
-// toRpcError (lib/host-errors.js) sends .code, .message and .data as they are.
+// JSON-RPC code RPC.BROWSER_ERROR with data.reason, which the host maps to a tool
+// code. toRpcError (lib/host-errors.js) sends .code, .message and .data as they are.
 
-export const BROWSER_ERROR = -32010;
+import { RPC } from '../../lib/host-errors.js';
+
+export const BROWSER_ERROR = RPC.BROWSER_ERROR;
 
 export const REASONS = Object.freeze([
   'no_tab', 'restricted_page', 'no_permission', 'stale_ref', 'no_element',
-  'element_state', 'invalid', 'timeout', 'script_error',
+  'element_state', 'invalid', 'timeout', 'script_error', 'no_frame', 'gone',
 ]);
 
 export class BrowserError extends Error {
