@@ -94,50 +94,42 @@ type Local struct {
 // (chat.event) to the client that started the run as well, and a run is cancelled
 // when its client goes away.
 func HostHandler(h Local) Handler {
+	own := protocol.NewMux() // the socket's own versions of two methods
+	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) { return toolsCall(ctx, h, p) })
+	protocol.Handle(own, "chat.send", func(ctx context.Context, p sendParams) (any, error) { return chatSend(ctx, h, peerOf(ctx), p) })
 	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
 		if !socketMethods[method] {
 			return nil, protocol.Errorf(protocol.CodeMethodNotFound, "method not found on the control socket: %s", method)
 		}
-		switch method {
-		case "tools.call":
-			return toolsCall(ctx, h, params)
-		case "chat.send":
-			return chatSend(ctx, h, p, params)
+		if own.Has(method) {
+			return own.Dispatch(context.WithValue(ctx, peerKey{}, p), method, params)
 		}
 		return h.Methods.Dispatch(ctx, method, params)
 	}
 }
 
-func toolsCall(ctx context.Context, h Local, params json.RawMessage) (any, error) {
-	var p map[string]json.RawMessage
-	if err := protocol.DecodeParams(params, &p); err != nil {
-		return nil, err
+type peerKey struct{}
+
+func peerOf(ctx context.Context) *Peer { p, _ := ctx.Value(peerKey{}).(*Peer); return p }
+
+func toolsCall(ctx context.Context, h Local, p toolbox.CallParams) (any, error) {
+	if !socketCallers[p.Caller] {
+		p.Caller = "socket"
 	}
-	var caller, name string
-	json.Unmarshal(p["caller"], &caller)
-	json.Unmarshal(p["name"], &name)
-	if !socketCallers[caller] {
-		caller = "socket"
-	}
-	b, _ := json.Marshal(caller)
-	p["caller"] = b
-	var tab int
-	json.Unmarshal(p["tab_id"], &tab)
-	if name != "" {
+	if p.Name != "" {
 		// An unknown name goes on to the pipeline, which answers NOT_FOUND.
-		if reg, known := h.Tools.Registry.Resolve(name, tab); known && !AllowedTools(ctx, h.DB)(name, reg) {
-			names := []string{name, reg}
+		if reg, known := h.Tools.Registry.Resolve(p.Name, p.TabID); known && !AllowedTools(ctx, h.DB)(p.Name, reg) {
+			names := []string{p.Name, reg}
 			res := tools.Result{Code: tools.CodePermissionDenied,
-				Reason: name + " is not among the tools outside agents may use (setting " + SettingAllowedTools + "; `ferry config set " + SettingAllowedTools + " ...` changes it)"}
+				Reason: p.Name + " is not among the tools outside agents may use (setting " + SettingAllowedTools + "; `ferry config set " + SettingAllowedTools + " ...` changes it)"}
 			// Recorded like every other refusal (the arguments are left out: redaction
 			// is the pipeline's, and nothing ran).
 			h.Tools.Audit.Record(storage.AuditEntry{Time: time.Now(), CallID: tools.NewID(), Tool: names[len(names)-1],
-				Caller: caller, Code: string(res.Code), Result: res.Reason, TraceID: tools.NewID(), Arguments: json.RawMessage("null")})
+				Caller: p.Caller, Code: string(res.Code), Result: res.Reason, TraceID: tools.NewID(), Arguments: json.RawMessage("null")})
 			return res, nil
 		}
 	}
-	raw, _ := json.Marshal(p)
-	return h.Methods.Dispatch(ctx, "tools.call", raw)
+	return h.Tools.ToolsCall(ctx, p)
 }
 
 type sendParams struct {
@@ -148,11 +140,7 @@ type sendParams struct {
 	ProviderID     string `json:"provider_id,omitempty"`
 }
 
-func chatSend(ctx context.Context, h Local, peer *Peer, params json.RawMessage) (any, error) {
-	var p sendParams
-	if err := protocol.DecodeParams(params, &p); err != nil {
-		return nil, err
-	}
+func chatSend(ctx context.Context, h Local, peer *Peer, p sendParams) (any, error) {
 	if strings.TrimSpace(p.Text) == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: chat.send needs the message text")
 	}
@@ -161,7 +149,7 @@ func chatSend(ctx context.Context, h Local, peer *Peer, params json.RawMessage) 
 		OnEvent: func(ev agent.Event) { peer.Notify("chat.event", ev) },
 	})
 	if err != nil {
-		return nil, protocol.WireError(err)
+		return nil, err
 	}
 	peer.OnClose(func() { r.Cancel() })
 	return map[string]string{"conversation_id": r.ConversationID, "run_id": r.ID}, nil

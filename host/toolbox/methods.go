@@ -15,7 +15,7 @@ import (
 // and audit.export.
 func RegisterMethods(mux *protocol.Mux, tb *Toolbox) {
 	protocol.Handle(mux, "tools.list", tb.toolsList)
-	protocol.Handle(mux, "tools.call", tb.toolsCall)
+	protocol.Handle(mux, "tools.call", tb.ToolsCall)
 	protocol.Handle(mux, "audit.query", tb.auditQuery)
 	protocol.Handle(mux, "audit.export", tb.auditExport)
 }
@@ -36,7 +36,8 @@ func (tb *Toolbox) toolsList(ctx context.Context, p toolsListParams) (any, error
 	return map[string]any{"tools": avail, "unavailable": unavail, "tokens": tools.TotalTokens(avail)}, nil
 }
 
-type toolsCallParams struct {
+// CallParams are tools.call's params.
+type CallParams struct {
 	Name           string          `json:"name"`
 	Arguments      json.RawMessage `json:"arguments,omitempty"`
 	TabID          int             `json:"tab_id,omitempty"`
@@ -49,9 +50,10 @@ type toolsCallParams struct {
 	RunID          string          `json:"run_id,omitempty"`
 }
 
-// toolsCall runs one call through the pipeline. Failures of the call are results
-// ({success: false, code, reason}), not JSON-RPC errors: only a malformed request is.
-func (tb *Toolbox) toolsCall(ctx context.Context, p toolsCallParams) (any, error) {
+// ToolsCall is tools.call: one call through the pipeline. Failures of the call are
+// results ({success: false, code, reason}), not JSON-RPC errors: only a malformed
+// request is.
+func (tb *Toolbox) ToolsCall(ctx context.Context, p CallParams) (any, error) {
 	if p.Name == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: tools.call needs the tool's name")
 	}
