@@ -70,13 +70,13 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	protocol.Handle(mux, "host.info", h.info)
 	protocol.Handle(mux, "host.ping", h.ping)
 	// The tool pipeline caches its policy for a second: a change applies to the next call.
-	config.RegisterMethods(mux, db, tb.Registry.RefreshSettings)
+	config.RegisterMethods(mux, db, tb.Settings.Refresh)
 	toolbox.RegisterMethods(mux, tb)
 	model.RegisterMethods(mux, db)
 	agent.RegisterMethods(mux, tb.Agent)
 	pageactions.RegisterMethods(mux, tb.Pages)
 	uiconn.RegisterMethods(mux, &h.ui, log)
-	workspace.RegisterMethods(mux, db, log)
+	workspace.RegisterMethods(mux, db, tb.Settings, log)
 	return h, nil
 }
 

@@ -56,7 +56,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Deferred after db.Close, so it runs first: queued audit rows reach the database.
 	defer h.Close()
-	allowed, err := origins.AllowedExtensions(context.Background(), db)
+	allowed, err := origins.AllowedExtensions(h.Tools.Settings.Snapshot(context.Background()))
 	if err != nil {
 		log.Warn().Err(err).Msg("using only the pinned extension ID")
 	}
@@ -75,7 +75,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer close(ctlReady)
 		browserName, profile := control.Parent()
 		s, err := control.Listen(control.Options{
-			DataDir: dataDir, Log: log, Handle: control.HostHandler(control.Local{Methods: h.Methods, Tools: h.Tools, DB: db}),
+			DataDir: dataDir, Log: log, Handle: control.HostHandler(control.Local{Methods: h.Methods, Tools: h.Tools}),
 			Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
 		})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/control"
 	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
@@ -57,7 +58,7 @@ func cmdMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true}).Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	s := &mcpServer{dataDir: dataDir, pid: *hostPID, db: db, log: log, stderr: stderr, current: map[string]string{}}
+	s := &mcpServer{dataDir: dataDir, pid: *hostPID, db: db, settings: config.NewLive(db, nil), log: log, stderr: stderr, current: map[string]string{}}
 	defer s.closeBackend()
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "ferry", Title: "Ferry", Version: buildinfo.Version},
 		&mcp.ServerOptions{Instructions: mcpInstructions,
@@ -76,12 +77,13 @@ func cmdMCP(args []string, stdout, stderr io.Writer) int {
 }
 
 type mcpServer struct {
-	server  *mcp.Server
-	dataDir string
-	pid     int
-	db      *storage.DB
-	log     zerolog.Logger
-	stderr  io.Writer
+	server   *mcp.Server
+	dataDir  string
+	pid      int
+	db       *storage.DB
+	settings *config.Live // mcp.allowed_tools
+	log      zerolog.Logger
+	stderr   io.Writer
 
 	mu      sync.Mutex
 	client  *control.Client  // the live host, or nil
@@ -205,7 +207,7 @@ func (s *mcpServer) refresh(ctx context.Context) {
 		s.log.Warn().Err(err).Msg("listing the host's tools")
 		return
 	}
-	allowed := control.AllowedTools(ctx, s.db)
+	allowed := control.AllowedTools(ctx, s.settings)
 	want := map[string]tools.Listing{}
 	for _, l := range ls {
 		if allowed(l.ModelName, l.Name) {
@@ -255,7 +257,7 @@ func mcpTool(l tools.Listing) *mcp.Tool {
 // with Ferry's result (code, reason) as structured content and as JSON text.
 func (s *mcpServer) forward(name, registered string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if !control.AllowedTools(ctx, s.db)(name, registered) {
+		if !control.AllowedTools(ctx, s.settings)(name, registered) {
 			return toolResult(tools.Result{Code: tools.CodePermissionDenied,
 				Reason: name + " is not among the tools outside agents may use (setting " + control.SettingAllowedTools + ")"}), nil
 		}

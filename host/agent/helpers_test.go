@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/tasks"
 	"github.com/ferryhq/ferry/host/tools"
@@ -134,7 +135,8 @@ func (e *env) open(opt ...func(*Options)) {
 		e.t.Fatal(err)
 	}
 	e.db = db
-	e.reg = tools.NewRegistry(tools.Options{Settings: db, Now: db.Now})
+	live := config.NewLive(db, db.Now)
+	e.reg = tools.NewRegistry(tools.Options{Settings: live, Now: db.Now})
 	for _, tl := range append(tasks.Tools(tasks.Deps{Store: db}), testTools()...) {
 		if err := e.reg.Register(tl); err != nil {
 			e.t.Fatal(err)
@@ -143,7 +145,7 @@ func (e *env) open(opt ...func(*Options)) {
 	if e.prov.info.ID == "" {
 		e.prov.info = model.Info{ID: "fake", Kind: "openai", Model: "fake-1"}
 	}
-	e.opts = Options{DB: db, Registry: e.reg, Log: zerolog.Nop(),
+	e.opts = Options{DB: db, Settings: live, Registry: e.reg, Log: zerolog.Nop(),
 		Open: func(ctx context.Context, id string) (model.Provider, error) {
 			if id == "missing" {
 				return nil, errors.New("no provider named missing")

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
@@ -33,7 +34,10 @@ type PageContext interface {
 
 // Options configures a Manager.
 type Options struct {
-	DB       *storage.DB
+	DB *storage.DB
+	// Settings is where the agent reads its settings (nil: DB's, read afresh
+	// each second).
+	Settings config.Settings
 	Registry *tools.Registry
 	Open     Opener
 	Log      zerolog.Logger
@@ -89,6 +93,9 @@ func NewManager(opts Options) (*Manager, error) {
 	if opts.DB == nil || opts.Registry == nil || opts.Open == nil {
 		return nil, fmt.Errorf("agent: a database, a registry and a provider opener are required")
 	}
+	if opts.Settings == nil {
+		opts.Settings = config.NewLive(opts.DB, nil)
+	}
 	if opts.SubagentTimeout <= 0 {
 		opts.SubagentTimeout = 600 * time.Second
 	}
@@ -100,7 +107,7 @@ func NewManager(opts Options) (*Manager, error) {
 		runs: map[string]*Run{}, byConv: map[string]*Run{}, stop: make(chan struct{}),
 	}
 	m.sched = newScheduler(func() int {
-		return intSetting(context.Background(), m.db, SettingSubagentConcurrency)
+		return m.opts.Settings.Snapshot(context.Background()).Int(SettingSubagentConcurrency)
 	})
 	ctx := context.Background()
 	if n, err := m.db.InterruptStaleRuns(ctx, m.db.Now().Add(-opts.StaleAfter)); err != nil {
@@ -149,7 +156,7 @@ func (m *Manager) background() {
 }
 
 func (m *Manager) prune(ctx context.Context) {
-	days := intSetting(ctx, m.db, SettingDiagnosticsDays)
+	days := m.opts.Settings.Snapshot(ctx).Int(SettingDiagnosticsDays)
 	if days <= 0 {
 		return
 	}

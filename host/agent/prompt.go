@@ -34,7 +34,7 @@ func (r *Run) system(ctx context.Context) string {
 		b.WriteString("\n\n")
 		b.WriteString(r.extra)
 	}
-	if own := strings.TrimSpace(setting(ctx, r.m.db, SettingSystemPrompt)); own != "" {
+	if own := strings.TrimSpace(r.m.opts.Settings.Snapshot(ctx).String(SettingSystemPrompt)); own != "" {
 		b.WriteString("\n\n# The user's own instructions\n\n")
 		b.WriteString(own)
 	}

@@ -305,7 +305,7 @@ func toolMessage(id string, res tools.Result) model.Message {
 // loop is the agent loop: ask the model, run the tools it asks for, give it the
 // results, until it answers without calling a tool.
 func (r *Run) loop(ctx context.Context) (string, error) {
-	maxCalls := intSetting(ctx, r.m.db, SettingMaxToolCalls)
+	maxCalls := r.m.opts.Settings.Snapshot(ctx).Int(SettingMaxToolCalls)
 	// carried is the answer so far: the text of this turn, with the parts of it
 	// that came before a length-limit continuation.
 	var carried strings.Builder
@@ -431,7 +431,7 @@ func (r *Run) answered(ctx context.Context, resp *model.Response, carried *strin
 			what += " while it was writing a tool call, which was not run"
 		}
 		r.publish(Event{Type: EventLengthLimited, Text: resp.Text, StopReason: model.StopMaxTokens, Error: what})
-		if setting(ctx, r.m.db, SettingOnLengthLimit) != LengthContinue || *continuations >= maxContinuations {
+		if r.m.opts.Settings.Snapshot(ctx).String(SettingOnLengthLimit) != LengthContinue || *continuations >= maxContinuations {
 			fix := fmt.Sprintf("raise it with `ferry provider add %s --max-tokens N`", r.prov.Info().ID)
 			if *continuations >= maxContinuations {
 				what += fmt.Sprintf(" %d times in a row", *continuations+1)
@@ -602,7 +602,7 @@ func (r *Run) loopGuard(ctx context.Context, calls []model.ToolCall, results []t
 			// fails, and the parent model sees why.
 			return fmt.Errorf("stopped by the loop guard: %s", res.Reason)
 		}
-		wait := time.Duration(intSetting(ctx, r.m.db, tools.SettingAskTimeout)) * time.Second
+		wait := r.m.opts.Settings.Snapshot(ctx).Seconds(tools.SettingAskTimeout)
 		cctx, cancel := context.WithTimeout(context.WithValue(ctx, runKey{}, r), wait)
 		ok, err := ui.Confirm(cctx, tools.ConfirmRequest{
 			CallID: calls[i].ID, Tool: calls[i].Name, Arguments: calls[i].Arguments,

@@ -1,9 +1,6 @@
 package agent
 
 import (
-	"context"
-	"strconv"
-
 	"github.com/ferryhq/ferry/host/config"
 )
 
@@ -41,29 +38,4 @@ func init() {
 	} {
 		config.Register(s)
 	}
-}
-
-// Settings is where the agent reads settings (storage.DB satisfies it).
-type Settings interface {
-	GetSetting(ctx context.Context, key string) (string, bool, error)
-}
-
-// setting reads a key, falling back to its default when unset, unreadable or no
-// longer valid.
-func setting(ctx context.Context, src Settings, key string) string {
-	s, err := config.Lookup(key)
-	if err != nil {
-		panic(err) // our own key, registered above
-	}
-	if src != nil {
-		if v, ok, err := src.GetSetting(ctx, key); err == nil && ok && s.Check(v) == nil {
-			return v
-		}
-	}
-	return s.Default
-}
-
-func intSetting(ctx context.Context, src Settings, key string) int {
-	n, _ := strconv.Atoi(setting(ctx, src, key))
-	return n
 }

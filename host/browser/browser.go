@@ -71,18 +71,15 @@ func (c connBrowser) Call(ctx context.Context, method string, params, result any
 
 func (c connBrowser) Connected() bool { return c.current() != nil }
 
-// Settings reads stored settings; *storage.DB satisfies it.
-type Settings = web.Settings
-
 // Summarizer distils page content through the configured model (get_tab_content's
 // prompt); the same interface as web_fetch's.
 type Summarizer = web.Summarizer
 
 // Deps is what the browser tools need from the host.
 type Deps struct {
-	Browser    Browser    // nil: no browser, ever (the tools are listed as unavailable)
-	Settings   Settings   // nil: every setting at its default
-	Summarizer Summarizer // nil: get_tab_content's prompt fails saying no model is configured
+	Browser    Browser         // nil: no browser, ever (the tools are listed as unavailable)
+	Settings   config.Settings // nil: every setting at its default
+	Summarizer Summarizer      // nil: get_tab_content's prompt fails saying no model is configured
 
 	// wait replaces every browser request's bound in tests, unexported so that
 	// production code always gets the real ones.
@@ -132,28 +129,13 @@ func init() {
 	})
 }
 
-func (d Deps) setting(ctx context.Context, key, def string) string {
+// settings is the current snapshot; without Settings every setting is at its
+// default, which is always the cautious value (no auto-approval, no navigation).
+func (d Deps) settings(ctx context.Context) *config.Snapshot {
 	if d.Settings == nil {
-		return def
+		return config.Of(nil)
 	}
-	v, ok, err := d.Settings.GetSetting(ctx, key)
-	if err != nil || !ok {
-		// An unreadable setting falls back to its default, which is always the
-		// cautious value (no auto-approval, no navigation).
-		return def
-	}
-	if s, err := config.Lookup(key); err == nil && s.Check(v) != nil {
-		return def
-	}
-	return v
-}
-
-func (d Deps) intSetting(ctx context.Context, key string, def int) int {
-	n, err := strconv.Atoi(d.setting(ctx, key, strconv.Itoa(def)))
-	if err != nil {
-		return def
-	}
-	return n
+	return d.Settings.Snapshot(ctx)
 }
 
 // available is every browser tool's precondition.

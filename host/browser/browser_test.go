@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/host/web"
 	"github.com/ferryhq/ferry/protocol"
@@ -95,21 +96,14 @@ type fakeSettings struct {
 
 func (s *fakeSettings) set(k, v string) { s.mu.Lock(); s.m[k] = v; s.mu.Unlock() }
 
-func (s *fakeSettings) ListSettings(ctx context.Context) (map[string]string, error) {
+func (s *fakeSettings) Snapshot(ctx context.Context) *config.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := map[string]string{}
 	for k, v := range s.m {
 		out[k] = v
 	}
-	return out, nil
-}
-
-func (s *fakeSettings) GetSetting(ctx context.Context, key string) (string, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.m[key]
-	return v, ok, nil
+	return config.Of(out)
 }
 
 type fakeUI struct {

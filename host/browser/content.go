@@ -102,7 +102,7 @@ func (d Deps) getTabContent() tools.Tool {
 			}
 			res.Content, res.UsedSelector = Convert(c.HTML, sel)
 
-			limit := d.intSetting(ctx, SettingContentMaxLength, defaultContentMaxLength)
+			limit := d.settings(ctx).Int(SettingContentMaxLength)
 			if args.Prompt != "" {
 				in, cut := markdown.TruncateRunes(res.Content, limit)
 				sum, err := d.Summarizer.Summarize(ctx, args.Prompt, in)

@@ -92,7 +92,7 @@ func (d Deps) screenshot() tools.Tool {
 				return nil, err
 			}
 			tabDefault(args, call)
-			limit := d.intSetting(ctx, SettingScreenshotMaxBytes, defaultScreenshotMaxBytes)
+			limit := d.settings(ctx).Int(SettingScreenshotMaxBytes)
 			width, quality := shotWidth, shotQuality
 			var img Image
 			for try := 0; try < shotTries; try++ {

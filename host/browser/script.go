@@ -123,7 +123,7 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 		return tools.Assessment{}, err
 	}
 	o, ok := origins.Of(info.URL)
-	trusted, _ := origins.ParseList(d.setting(ctx, SettingScriptsAutoApprove, ""))
+	trusted := origins.Normalize(d.settings(ctx).List(SettingScriptsAutoApprove))
 	if ok && slices.Contains(trusted, o) {
 		return tools.Assessment{Dangerous: true}, nil
 	}

@@ -222,7 +222,7 @@ func (d Deps) navigate() tools.Tool {
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
-			if d.setting(ctx, SettingAllowNavigate, "false") != "true" {
+			if !d.settings(ctx).Bool(SettingAllowNavigate) {
 				return nil, tools.Failf(tools.CodePermissionDenied, "browser_navigate is off: the setting %s is false; a person can allow it with `ferry config set %s true` (open_tab opens a URL without it)", SettingAllowNavigate, SettingAllowNavigate)
 			}
 			args, err := decodeArgs(call)

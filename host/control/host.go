@@ -57,14 +57,8 @@ func Allowed(value string) func(names ...string) bool {
 }
 
 // AllowedTools reads the setting (its default when unset).
-func AllowedTools(ctx context.Context, db interface {
-	GetSetting(context.Context, string) (string, bool, error)
-}) func(names ...string) bool {
-	v, ok, err := db.GetSetting(ctx, SettingAllowedTools)
-	if err != nil || !ok {
-		v = DefaultAllowedTools
-	}
-	return Allowed(v)
+func AllowedTools(ctx context.Context, s config.Settings) func(names ...string) bool {
+	return Allowed(s.Snapshot(ctx).String(SettingAllowedTools))
 }
 
 // socketMethods are the host methods a socket client may use; the rest (page.*,
@@ -84,8 +78,7 @@ var socketCallers = map[string]bool{"socket": true, "mcp": true}
 // Local is what a socket client reaches of the host it talks to.
 type Local struct {
 	Methods *protocol.Mux    // the host's method table
-	Tools   *toolbox.Toolbox // its registry, audit log and agent
-	DB      *storage.DB      // its settings
+	Tools   *toolbox.Toolbox // its registry, audit log, agent and settings
 }
 
 // HostHandler answers socket clients with the host's own methods and registry.
@@ -118,7 +111,7 @@ func toolsCall(ctx context.Context, h Local, p toolbox.CallParams) (any, error) 
 	}
 	if p.Name != "" {
 		// An unknown name goes on to the pipeline, which answers NOT_FOUND.
-		if reg, known := h.Tools.Registry.Resolve(p.Name, p.TabID); known && !AllowedTools(ctx, h.DB)(p.Name, reg) {
+		if reg, known := h.Tools.Registry.Resolve(p.Name, p.TabID); known && !AllowedTools(ctx, h.Tools.Settings)(p.Name, reg) {
 			names := []string{p.Name, reg}
 			res := tools.Result{Code: tools.CodePermissionDenied,
 				Reason: p.Name + " is not among the tools outside agents may use (setting " + SettingAllowedTools + "; `ferry config set " + SettingAllowedTools + " ...` changes it)"}

@@ -154,27 +154,17 @@ func Open(ctx context.Context, db *storage.DB, id string) (Provider, error) {
 	if key == "" && p.Kind == KindAnthropic {
 		return nil, fmt.Errorf("model provider %q (anthropic) has no API key: store one with `ferry provider add %s … --api-key-stdin` or name an environment variable with --api-key-env", p.ID, p.ID)
 	}
+	stored, _ := db.ListSettings(ctx) // unreadable: the defaults
+	settings := config.Of(stored)
 	retry := DefaultRetry
-	retry.MaxRetries = intSetting(ctx, db, SettingMaxRetries, retry.MaxRetries)
-	idle := time.Duration(intSetting(ctx, db, SettingIdleTimeout, int(DefaultIdleTimeout/time.Second))) * time.Second
+	retry.MaxRetries = settings.Int(SettingMaxRetries)
+	idle := settings.Seconds(SettingIdleTimeout)
 	if idle == 0 {
 		idle = -1 // 0 in the setting means never; in Config it means the default
 	}
 	return New(Config{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
 		MaxTokens: p.MaxTokens, TextOnly: p.TextOnly, APIKey: key, APIKeyEnv: p.APIKeyEnv, IdleTimeout: idle, Retry: &retry,
 		Options: settingsOf(p)})
-}
-
-func intSetting(ctx context.Context, db *storage.DB, key string, def int) int {
-	v, ok, err := db.GetSetting(ctx, key)
-	if err != nil || !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return def
-	}
-	return n
 }
 
 // SaveParams is a provider to create or update, from the command line or the

@@ -5,7 +5,6 @@
 package origins
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -59,24 +58,20 @@ func Caller(args []string) (origin string, ok bool) {
 	return "", false
 }
 
-// Settings reads one stored setting; *storage.DB satisfies it.
-type Settings interface {
-	GetSetting(ctx context.Context, key string) (string, bool, error)
-}
-
 // AllowedExtensions is the pinned extension ID plus the ones the user installed for.
 // A corrupt setting leaves the pinned ID alone, with the error saying why.
-func AllowedExtensions(ctx context.Context, s Settings) ([]string, error) {
+func AllowedExtensions(s *config.Snapshot) ([]string, error) {
 	ids := []string{buildinfo.ExtensionID}
-	raw, ok, err := s.GetSetting(ctx, SettingAllowedExtensions)
-	if err != nil || !ok {
-		return ids, err
-	}
 	var extra []string
-	if err := json.Unmarshal([]byte(raw), &extra); err != nil {
-		return ids, fmt.Errorf("setting %s is not a JSON array of extension IDs: %w", SettingAllowedExtensions, err)
+	json.Unmarshal([]byte(s.String(SettingAllowedExtensions)), &extra) // checked: a JSON array of IDs
+	ids = append(ids, extra...)
+	switch {
+	case s.Err != nil:
+		return ids, s.Err
+	case s.Invalid(SettingAllowedExtensions):
+		return ids, fmt.Errorf("setting %s is not a JSON array of extension IDs", SettingAllowedExtensions)
 	}
-	return append(ids, extra...), nil
+	return ids, nil
 }
 
 // CheckExtension returns the extension ID of origin when it is one of allowed, and a

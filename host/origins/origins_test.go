@@ -1,7 +1,6 @@
 package origins
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -50,28 +49,17 @@ func TestCheckExtension(t *testing.T) {
 	}
 }
 
-type settings map[string]string
-
-func (s settings) GetSetting(_ context.Context, k string) (string, bool, error) {
-	if v, ok := s["!err"]; ok {
-		return "", false, errors.New(v)
-	}
-	v, ok := s[k]
-	return v, ok, nil
-}
-
 func TestAllowedExtensionsFromSettings(t *testing.T) {
-	ctx := context.Background()
 	extra := strings.Repeat("d", 32)
-	ids, err := AllowedExtensions(ctx, settings{SettingAllowedExtensions: `["` + extra + `"]`})
+	ids, err := AllowedExtensions(config.Of(map[string]string{SettingAllowedExtensions: `["` + extra + `"]`}))
 	if err != nil || len(ids) != 2 || ids[0] != buildinfo.ExtensionID || ids[1] != extra {
 		t.Fatalf("allowed = %v, %v", ids, err)
 	}
-	ids, err = AllowedExtensions(ctx, settings{SettingAllowedExtensions: `not json`})
+	ids, err = AllowedExtensions(config.Of(map[string]string{SettingAllowedExtensions: `not json`}))
 	if err == nil || len(ids) != 1 {
 		t.Fatalf("a corrupt setting must fall back to the pinned ID alone and say so: %v %v", ids, err)
 	}
-	ids, err = AllowedExtensions(ctx, settings{"!err": "disk on fire"})
+	ids, err = AllowedExtensions(&config.Snapshot{Err: errors.New("disk on fire")})
 	if err == nil || len(ids) != 1 || ids[0] != buildinfo.ExtensionID {
 		t.Fatalf("an unreadable setting must leave the pinned ID alone and say so: %v %v", ids, err)
 	}

@@ -51,3 +51,25 @@ func Of(raw string) (string, bool) {
 	}
 	return o, true
 }
+
+// CheckList is the check of an origin-list setting: ParseList accepts it.
+func CheckList(v string) error {
+	_, err := ParseList(v)
+	return err
+}
+
+// Normalize normalises each entry of an origin list read from a setting the way Of
+// does (so HTTPS://Example.com:443/ matches https://example.com); an entry that is
+// not an http(s) origin is kept as written, less a trailing slash, so that a list
+// stored before it was checked still refuses what it named.
+func Normalize(list []string) []string {
+	out := make([]string, len(list))
+	for i, v := range list {
+		if o, ok := Of(v); ok {
+			out[i] = o
+		} else {
+			out[i] = strings.TrimSuffix(strings.TrimSpace(v), "/")
+		}
+	}
+	return out
+}

@@ -52,10 +52,11 @@ func init() {
 	})
 }
 
-// SettingsStore reads and writes settings (storage.DB satisfies it).
+// SettingsStore reads settings and writes the per-origin lists (*config.Live
+// satisfies it).
 type SettingsStore interface {
-	GetSetting(ctx context.Context, key string) (string, bool, error)
-	SetSetting(ctx context.Context, key, value string) error
+	config.Settings
+	Set(ctx context.Context, key, value string) error
 }
 
 // RunRequest is a run a page asks for: its text, bound to the page's tab.
@@ -101,15 +102,9 @@ func (a *askState) origins(ctx context.Context, key string) []string {
 	if a == nil || a.deps.Settings == nil {
 		return nil
 	}
-	v, ok, err := a.deps.Settings.GetSetting(ctx, key)
-	if err != nil || !ok {
-		return nil
-	}
-	list, err := origins.ParseList(v)
-	if err != nil {
-		return nil
-	}
-	return list
+	// Every list read as stored: one entry that no longer passes the check must not
+	// drop the rest (an origin the person refused or turned off stays so).
+	return origins.Normalize(a.deps.Settings.Snapshot(ctx).ListAsStored(key))
 }
 
 func has(list []string, o string) bool {
@@ -142,7 +137,7 @@ func (a *askState) addOrigin(ctx context.Context, key, other, origin string) err
 	list := a.origins(ctx, key)
 	if !has(list, origin) {
 		list = append(list, origin)
-		if err := a.deps.Settings.SetSetting(ctx, key, strings.Join(list, ",")); err != nil {
+		if err := a.deps.Settings.Set(ctx, key, strings.Join(list, ",")); err != nil {
 			return err
 		}
 	}
@@ -153,7 +148,7 @@ func (a *askState) addOrigin(ctx context.Context, key, other, origin string) err
 				kept = append(kept, x)
 			}
 		}
-		return a.deps.Settings.SetSetting(ctx, other, strings.Join(kept, ","))
+		return a.deps.Settings.Set(ctx, other, strings.Join(kept, ","))
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package pageactions
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 )
@@ -17,14 +19,13 @@ type memSettings struct {
 	m  map[string]string
 }
 
-func (s *memSettings) GetSetting(ctx context.Context, k string) (string, bool, error) {
+func (s *memSettings) Snapshot(ctx context.Context) *config.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.m[k]
-	return v, ok, nil
+	return config.Of(maps.Clone(s.m))
 }
 
-func (s *memSettings) SetSetting(ctx context.Context, k, v string) error {
+func (s *memSettings) Set(ctx context.Context, k, v string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[k] = v

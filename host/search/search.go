@@ -21,13 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
 )
-
-// Settings reads stored settings; *storage.DB satisfies it.
-type Settings interface {
-	GetSetting(ctx context.Context, key string) (string, bool, error)
-}
 
 // Secrets reads stored secrets; *storage.DB satisfies it.
 type Secrets interface {
@@ -38,7 +34,7 @@ type Secrets interface {
 // its default; a nil Secrets means no key is set; a nil Client means a client of the
 // tool's own with a 30 s timeout.
 type Deps struct {
-	Settings Settings
+	Settings config.Settings
 	Secrets  Secrets
 	Client   *http.Client
 }
@@ -76,7 +72,7 @@ const toolSchema = `{
 // Searcher runs searches with the configured engine. Settings and secrets are read on
 // every search, so `ferry config set` and `ferry secret set` apply without a restart.
 type Searcher struct {
-	settings Settings
+	settings config.Settings
 	secrets  Secrets
 	client   *http.Client
 }
@@ -186,28 +182,19 @@ type engineConfig struct {
 // load reads the engine's configuration; a missing key or engine id is an
 // ACTION_UNAVAILABLE failure naming the command that sets it.
 func (s *Searcher) load(ctx context.Context) (engineConfig, error) {
-	engine, err := s.setting(ctx, SettingEngine, EngineDuckDuckGo)
-	if err != nil {
-		return engineConfig{}, err
+	snap := config.Of(nil)
+	if s.settings != nil {
+		snap = s.settings.Snapshot(ctx)
 	}
-	engine = strings.ToLower(strings.TrimSpace(engine))
-	if _, ok := labels[engine]; !ok {
-		return engineConfig{}, tools.Failf(tools.CodeActionUnavailable,
-			"search.engine is %q, which is not an engine Ferry knows (%s); fix it with `ferry config set search.engine duckduckgo`",
-			engine, strings.Join(Engines, ", "))
+	if snap.Err != nil {
+		return engineConfig{}, fmt.Errorf("reading settings: %w", snap.Err)
 	}
-	cfg := engineConfig{engine: engine}
-	raw, err := s.setting(ctx, EndpointSetting(engine), defaultEndpoints[engine])
-	if err != nil {
-		return cfg, err
-	}
-	if err := validEndpoint(raw); err != nil {
-		return cfg, tools.Failf(tools.CodeActionUnavailable, "%s is %q: %v; fix it with `ferry config unset %s`",
-			EndpointSetting(engine), raw, err, EndpointSetting(engine))
-	}
-	cfg.endpoint, _ = url.Parse(raw)
+	// Both pass their checks (a stored value that does not reads as the default).
+	cfg := engineConfig{engine: snap.String(SettingEngine)}
+	cfg.endpoint, _ = url.Parse(snap.String(EndpointSetting(cfg.engine)))
+	var err error
 
-	switch engine {
+	switch cfg.engine {
 	case EngineBing:
 		if cfg.key, err = s.secret(ctx, SecretBingKey); err != nil {
 			return cfg, err
@@ -226,30 +213,13 @@ func (s *Searcher) load(ctx context.Context) (engineConfig, error) {
 				"the Google engine needs a Custom Search JSON API key: store it with `ferry secret set %s` (the key is read from stdin), "+
 					"or switch to a keyless engine with `ferry config set search.engine duckduckgo`", SecretGoogleKey)
 		}
-		if cfg.cx, err = s.setting(ctx, SettingGoogleCX, ""); err != nil {
-			return cfg, err
-		}
-		if cfg.cx = strings.TrimSpace(cfg.cx); cfg.cx == "" {
+		if cfg.cx = strings.TrimSpace(snap.String(SettingGoogleCX)); cfg.cx == "" {
 			return cfg, tools.Failf(tools.CodeActionUnavailable,
 				"the Google engine needs a Programmable Search Engine ID: set it with `ferry config set %s YOUR_ENGINE_ID`, "+
 					"or switch to a keyless engine with `ferry config set search.engine duckduckgo`", SettingGoogleCX)
 		}
 	}
 	return cfg, nil
-}
-
-func (s *Searcher) setting(ctx context.Context, key, def string) (string, error) {
-	if s.settings == nil {
-		return def, nil
-	}
-	v, ok, err := s.settings.GetSetting(ctx, key)
-	if err != nil {
-		return "", fmt.Errorf("reading setting %s: %w", key, err)
-	}
-	if !ok {
-		return def, nil
-	}
-	return v, nil
 }
 
 func (s *Searcher) secret(ctx context.Context, key string) (string, error) {

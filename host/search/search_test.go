@@ -29,12 +29,11 @@ type store struct {
 	err      error
 }
 
-func (s *store) GetSetting(_ context.Context, key string) (string, bool, error) {
+func (s *store) Snapshot(context.Context) *config.Snapshot {
 	if s.err != nil {
-		return "", false, s.err
+		return &config.Snapshot{Err: s.err}
 	}
-	v, ok := s.settings[key]
-	return v, ok, nil
+	return config.Of(s.settings)
 }
 
 func (s *store) Secret(_ context.Context, key string) ([]byte, bool, error) {
@@ -621,20 +620,22 @@ func TestGoogleErrors(t *testing.T) {
 func TestConfigurationProblems(t *testing.T) {
 	ctx := context.Background()
 
-	s := New(Deps{Settings: &store{settings: map[string]string{SettingEngine: "yahoo"}}})
-	_, err := s.Search(ctx, "x", 5)
-	wantFailure(t, err, tools.CodeActionUnavailable, "yahoo", "ferry config set search.engine duckduckgo")
+	// A stored engine Ferry does not know reads as the default engine, as every
+	// setting that no longer passes its check does.
+	_, st := engineServer(t, EngineDuckDuckGo, "/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(fixture(t, "duckduckgo/results.html"))
+	}))
+	st.settings[SettingEngine] = "yahoo"
+	if rs, err := New(Deps{Settings: st, Secrets: st}).Search(ctx, "x", 5); err != nil || len(rs) == 0 {
+		t.Errorf("an unknown stored engine: %v %v; want the default engine's results", rs, err)
+	}
 
-	s = New(Deps{Settings: &store{settings: map[string]string{EndpointSetting(EngineDuckDuckGo): "not a url"}}})
-	_, err = s.Search(ctx, "x", 5)
-	wantFailure(t, err, tools.CodeActionUnavailable, "search.duckduckgo.endpoint", "ferry config unset")
-
-	s = New(Deps{Settings: &store{err: errors.New("disk on fire")}})
-	if _, err = s.Search(ctx, "x", 5); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+	s := New(Deps{Settings: &store{err: errors.New("disk on fire")}})
+	if _, err := s.Search(ctx, "x", 5); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("storage error = %v", err)
 	}
 
-	_, err = New(Deps{}).Search(ctx, "   ", 5)
+	_, err := New(Deps{}).Search(ctx, "   ", 5)
 	wantFailure(t, err, tools.CodeInvalidParams, "blank")
 }
 
@@ -710,10 +711,10 @@ func TestClean(t *testing.T) {
 	}
 }
 
-// The host passes its *storage.DB as both readers.
+// The host reads both through its *storage.DB.
 var (
-	_ Settings = (*storage.DB)(nil)
-	_ Secrets  = (*storage.DB)(nil)
+	_ config.Reader = (*storage.DB)(nil)
+	_ Secrets       = (*storage.DB)(nil)
 )
 
 func TestWithStorage(t *testing.T) {
@@ -734,7 +735,7 @@ func TestWithStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := New(Deps{Settings: db, Secrets: db})
+	s := New(Deps{Settings: config.NewLive(db, nil), Secrets: db})
 	_, err = s.Search(ctx, "go", 2)
 	wantFailure(t, err, tools.CodeActionUnavailable, "ferry secret set search.bing.key")
 	if err := db.SetSecret(ctx, SecretBingKey, []byte("from-the-db")); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/browser"
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/pageactions"
 	"github.com/ferryhq/ferry/host/search"
@@ -32,6 +33,9 @@ type Toolbox struct {
 	Agent    *agent.Manager
 	// Pages holds the actions pages declare, per tab and frame (page.actions.*).
 	Pages *pageactions.Manager
+	// Settings is the one view of the settings every room reads; settings.set
+	// refreshes it.
+	Settings *config.Live
 
 	db *storage.DB // the audit log's rows, for audit.*
 }
@@ -57,11 +61,13 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 		}
 		return ext.Conn()
 	}
+	// One view of the settings for every room, read afresh at most once a second.
+	settings := config.NewLive(db, db.Now)
 	audit := db.OpenAuditLog(storage.AuditOptions{
-		Retention: func() time.Duration { return tools.AuditRetention(context.Background(), db) },
+		Retention: func() time.Duration { return tools.AuditRetention(context.Background(), settings) },
 		OnError:   func(err error) { log.Error().Err(err).Msg("audit log") },
 	})
-	reg := tools.NewRegistry(tools.Options{Settings: db, Audit: audit, Log: log, Now: db.Now})
+	reg := tools.NewRegistry(tools.Options{Settings: settings, Audit: audit, Log: log, Now: db.Now})
 	onTasks := func(conversationID string, list []tasks.Task) {
 		if c := conn(); c != nil {
 			c.Notify("tasks.changed", map[string]any{"conversation_id": conversationID, "tasks": list})
@@ -69,13 +75,13 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 	}
 	builtins := []tools.Tool{tools.AskUser(reg)}
 	sum := summarizer{db}
-	builtins = append(builtins, web.Tools(web.Deps{Settings: db, Summarizer: sum})...)
-	builtins = append(builtins, search.Tools(search.Deps{Settings: db, Secrets: db})...)
+	builtins = append(builtins, web.Tools(web.Deps{Settings: settings, Summarizer: sum})...)
+	builtins = append(builtins, search.Tools(search.Deps{Settings: settings, Secrets: db})...)
 	builtins = append(builtins, workspace.Tools(workspace.Deps{Store: db})...)
 	builtins = append(builtins, tasks.Tools(tasks.Deps{Store: db, OnChange: onTasks})...)
 	// The browser tools are registered even without a browser: they are listed as
 	// unavailable with the reason, and the model learns why it cannot use them.
-	builtins = append(builtins, browser.Tools(browser.Deps{Browser: browser.ConnBrowser(conn), Settings: db, Summarizer: sum})...)
+	builtins = append(builtins, browser.Tools(browser.Deps{Browser: browser.ConnBrowser(conn), Settings: settings, Summarizer: sum})...)
 	for _, t := range builtins {
 		if err := reg.Register(t); err != nil {
 			audit.Close()
@@ -85,7 +91,7 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 	pages := pageactions.New(reg, browser.ConnBrowser(conn), log)
 	// The manager registers the agent tool (sub-agents) into the registry itself.
 	mgr, err := agent.NewManager(agent.Options{
-		DB: db, Registry: reg, Log: log,
+		DB: db, Settings: settings, Registry: reg, Log: log,
 		Open: func(ctx context.Context, id string) (model.Provider, error) { return model.Open(ctx, db, id) },
 		Notify: func(ev agent.Event) {
 			if c := conn(); c != nil {
@@ -100,12 +106,12 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 		return nil, fmt.Errorf("starting the agent: %w", err)
 	}
 	// ferry.ask starts runs bound to the page's tab; the per-origin settings live in db.
-	pages.SetAsk(pageactions.AskDeps{Settings: db, Start: func(ctx context.Context, req pageactions.RunRequest) (string, string, error) {
+	pages.SetAsk(pageactions.AskDeps{Settings: settings, Start: func(ctx context.Context, req pageactions.RunRequest) (string, string, error) {
 		r, err := mgr.Send(ctx, agent.SendRequest{Text: req.Text, TabID: req.TabID, Origin: req.Origin})
 		if err != nil {
 			return "", "", err
 		}
 		return r.ConversationID, r.ID, nil
 	}})
-	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr, Pages: pages, db: db}, nil
+	return &Toolbox{Registry: reg, Audit: audit, Agent: mgr, Pages: pages, Settings: settings, db: db}, nil
 }

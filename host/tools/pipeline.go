@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/storage"
 )
 
@@ -206,7 +207,7 @@ func permit(e *entry, call *Call, p *Policy) *Failure {
 		return Failf(CodePermissionDenied, "%s is disabled by the setting %s", e.name, SettingDisabled)
 	}
 	for _, o := range []string{e.tool.Origin, call.Origin} {
-		if o != "" && p.DeniedOrigins[strings.TrimSuffix(o, "/")] {
+		if o != "" && p.DeniedOrigins[origins.Normalize([]string{o})[0]] {
 			return Failf(CodePermissionDenied, "calls involving %s are refused by the setting %s", o, SettingDeniedOrigins)
 		}
 	}

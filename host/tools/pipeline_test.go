@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -59,7 +60,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	audit := db.OpenAuditLog(storage.AuditOptions{OnError: func(err error) { t.Errorf("audit: %v", err) }})
-	reg := NewRegistry(Options{Settings: db, Audit: audit, Log: zerolog.Nop()})
+	reg := NewRegistry(Options{Settings: config.NewLive(db, nil), Audit: audit, Log: zerolog.Nop()})
 	t.Cleanup(func() { audit.Close(); db.Close() })
 	e := &env{db: db, log: audit, reg: reg, ui: &fakeUI{answer: "yes"}}
 	if tt, ok := t.(*testing.T); ok {
@@ -171,6 +172,10 @@ func TestEveryCode(t *testing.T) {
 			call: Call{Tool: "e", Arguments: args}, code: CodePermissionDenied, want: "disabled by the setting tools.disabled"},
 		{name: "origin denied", tool: echo("e"), setup: func(e *env) { e.set(SettingDeniedOrigins, "https://evil.example") },
 			call: Call{Tool: "e", Arguments: args, Origin: "https://evil.example/"}, code: CodePermissionDenied, want: "tools.denied_origins"},
+		{name: "origin denied as typed in the options page", tool: echo("e"), setup: func(e *env) { e.set(SettingDeniedOrigins, " HTTPS://Evil.Example:443/ ") },
+			call: Call{Tool: "e", Arguments: args, Origin: "https://evil.example"}, code: CodePermissionDenied, want: "tools.denied_origins"},
+		{name: "origin denied by a list stored before it was checked", tool: echo("e"), setup: func(e *env) { e.set(SettingDeniedOrigins, "evil.example, https://Evil.Example") },
+			call: Call{Tool: "e", Arguments: args, Origin: "https://evil.example/page"}, code: CodePermissionDenied, want: "tools.denied_origins"},
 		{name: "write flag off", tool: writer, call: Call{Tool: "writer", Arguments: args}, code: CodePermissionDenied, want: "ferry config set tools.write_store true"},
 		{name: "write flag on and opt-in", tool: writer, setup: func(e *env) { e.set(SettingWriteStore, "true") },
 			call: Call{Tool: "writer", Arguments: args}, want: "hi", ran: true},
@@ -424,14 +429,20 @@ func TestAskUserTimeoutAnswersNull(t *testing.T) {
 	// smallest value (10 s) is too slow for a unit test.
 	p := ParsePolicy(nil)
 	p.AskTimeout = 50 * time.Millisecond
+	snap := config.Of(nil)
 	e.reg.policy.mu.Lock()
-	e.reg.policy.cur, e.reg.policy.at = p, time.Now().Add(time.Hour)
+	e.reg.policy.src, e.reg.policy.cur, e.reg.policy.snap = sameSnapshot{snap}, p, snap
 	e.reg.policy.mu.Unlock()
 	res := e.reg.Call(context.Background(), &Call{Tool: "ask_user", Arguments: json.RawMessage(`{"question":"?"}`)})
 	if b, _ := json.Marshal(res); string(b) != `{"success":true,"result":{"answer":null,"reason":"timeout"}}` {
 		t.Fatalf("%s", b)
 	}
 }
+
+// sameSnapshot serves one snapshot for ever, so a policy put into the cache stays.
+type sameSnapshot struct{ s *config.Snapshot }
+
+func (c sameSnapshot) Snapshot(context.Context) *config.Snapshot { return c.s }
 
 func TestConcurrentCalls(t *testing.T) {
 	e := newEnv(t)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
@@ -21,8 +22,8 @@ type Auditor interface {
 
 // Options configures a Registry.
 type Options struct {
-	Settings SettingsSource // nil: every setting at its default
-	Audit    Auditor        // nil: calls are not recorded
+	Settings config.Settings // nil: every setting at its default
+	Audit    Auditor         // nil: calls are not recorded
 	Log      zerolog.Logger
 	Now      func() time.Time // nil: time.Now
 }
@@ -63,7 +64,7 @@ func NewRegistry(opts Options) *Registry {
 		global:  map[string]*entry{},
 		byModel: map[string]string{},
 		pages:   map[int]map[string]*entry{},
-		policy:  &policyCache{src: opts.Settings, now: opts.Now},
+		policy:  &policyCache{src: opts.Settings},
 		guard:   newGuard(),
 		audit:   opts.Audit,
 		log:     opts.Log,
@@ -91,7 +92,11 @@ func (r *Registry) UI() UI {
 
 // RefreshSettings makes the next call read the settings again (after a change made
 // through this process).
-func (r *Registry) RefreshSettings() { r.policy.invalidate() }
+func (r *Registry) RefreshSettings() {
+	if l, ok := r.policy.src.(interface{ Refresh() }); ok {
+		l.Refresh()
+	}
+}
 
 // Register adds a tool, or replaces the one registered under the same name (and,
 // for a page action, the same tab). The parameters are normalised and compiled now;

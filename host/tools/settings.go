@@ -2,12 +2,12 @@ package tools
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/origins"
 )
 
 // Settings keys of the pipeline and the audit log (`ferry config list` documents them).
@@ -41,7 +41,7 @@ func init() {
 			Description: "global emitEvents flag: tools that declare emitEvents may emit events"},
 		{Key: SettingDisabled, Default: "",
 			Description: "comma-separated tool names refused with PERMISSION_DENIED, whoever calls"},
-		{Key: SettingDeniedOrigins, Default: "",
+		{Key: SettingDeniedOrigins, Default: "", Validate: origins.CheckList,
 			Description: "comma-separated origins (https://example.com) whose page actions and calls are refused with PERMISSION_DENIED"},
 		{Key: SettingConfirm, Default: "",
 			Description: "comma-separated tool names that always ask a person before running"},
@@ -68,12 +68,7 @@ func init() {
 	}
 }
 
-// SettingsSource is where the pipeline reads settings (storage.DB satisfies it).
-type SettingsSource interface {
-	ListSettings(ctx context.Context) (map[string]string, error)
-}
-
-// Policy is the settings the pipeline acts on, parsed once per refresh.
+// Policy is the settings the pipeline acts on, parsed once per snapshot.
 type Policy struct {
 	ReadStore, WriteStore, EmitEvents bool
 	Disabled, DeniedOrigins, Confirm  map[string]bool
@@ -86,87 +81,60 @@ type Policy struct {
 	AuditRetention                    time.Duration
 }
 
-// policyTTL is how stale the pipeline's view of settings may get. A setting changed
-// with `ferry config set` (another process) reaches a running host within it; reading
-// SQLite on every call instead would cost more than the whole pipeline.
-const policyTTL = time.Second
-
+// policyCache parses the policy again only when the settings' snapshot changed.
 type policyCache struct {
-	src SettingsSource
-	now func() time.Time
+	src config.Settings
 
-	mu  sync.Mutex
-	cur *Policy
-	at  time.Time
+	mu   sync.Mutex
+	snap *config.Snapshot
+	cur  *Policy
 }
 
 func (c *policyCache) get(ctx context.Context) *Policy {
+	snap := config.Of(nil)
+	if c.src != nil {
+		snap = c.src.Snapshot(ctx)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur != nil && c.now().Sub(c.at) < policyTTL {
-		return c.cur
+	if c.cur == nil || snap != c.snap {
+		c.cur, c.snap = PolicyOf(snap), snap
 	}
-	var stored map[string]string
-	if c.src != nil {
-		// On a read error the last known policy (or the defaults) stays in force.
-		var err error
-		if stored, err = c.src.ListSettings(ctx); err != nil && c.cur != nil {
-			return c.cur
-		}
-	}
-	c.cur = ParsePolicy(stored)
-	c.at = c.now()
 	return c.cur
 }
 
-func (c *policyCache) invalidate() {
-	c.mu.Lock()
-	c.cur = nil
-	c.mu.Unlock()
-}
+// ParsePolicy reads a policy from stored settings, defaults for the rest.
+func ParsePolicy(stored map[string]string) *Policy { return PolicyOf(config.Of(stored)) }
 
-// ParsePolicy reads a policy from stored settings, defaults for the rest. A stored
-// value that no longer validates falls back to the default.
-func ParsePolicy(stored map[string]string) *Policy {
-	get := func(key string) string {
-		s, err := config.Lookup(key)
-		if err != nil {
-			panic(err) // our own key: registered in init above
-		}
-		if v, ok := stored[key]; ok && s.Check(v) == nil {
-			return v
-		}
-		return s.Default
-	}
-	b := func(key string) bool { return get(key) == "true" }
-	n := func(key string) int { v, _ := strconv.Atoi(get(key)); return v }
-	secs := func(key string) time.Duration { return time.Duration(n(key)) * time.Second }
+// PolicyOf is the policy of a settings snapshot.
+func PolicyOf(s *config.Snapshot) *Policy {
 	set := func(key string) map[string]bool {
 		m := map[string]bool{}
-		for _, part := range strings.Split(get(key), ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				m[strings.TrimSuffix(part, "/")] = true
-			}
+		for _, v := range s.List(key) {
+			m[strings.TrimSuffix(v, "/")] = true
 		}
 		return m
 	}
+	denied := map[string]bool{}
+	for _, o := range origins.Normalize(s.ListAsStored(SettingDeniedOrigins)) {
+		denied[o] = true
+	}
 	return &Policy{
-		ReadStore: b(SettingReadStore), WriteStore: b(SettingWriteStore), EmitEvents: b(SettingEmitEvents),
-		Disabled: set(SettingDisabled), DeniedOrigins: set(SettingDeniedOrigins), Confirm: set(SettingConfirm),
-		ConfirmWrites:  b(SettingConfirmWrites),
-		ConfirmTimeout: secs(SettingConfirmTimeout), RunTimeout: secs(SettingRunTimeout),
-		AskTimeout:  secs(SettingAskTimeout),
-		RepeatLimit: n(SettingRepeatLimit), RepeatWindow: secs(SettingRepeatWindow),
-		RateConversation: n(SettingRateConversation), RateGlobal: n(SettingRateGlobal),
-		AuditRetention: time.Duration(n(SettingAuditRetention)) * 24 * time.Hour,
+		ReadStore: s.Bool(SettingReadStore), WriteStore: s.Bool(SettingWriteStore), EmitEvents: s.Bool(SettingEmitEvents),
+		Disabled: set(SettingDisabled), DeniedOrigins: denied, Confirm: set(SettingConfirm),
+		ConfirmWrites:  s.Bool(SettingConfirmWrites),
+		ConfirmTimeout: s.Seconds(SettingConfirmTimeout), RunTimeout: s.Seconds(SettingRunTimeout),
+		AskTimeout:  s.Seconds(SettingAskTimeout),
+		RepeatLimit: s.Int(SettingRepeatLimit), RepeatWindow: s.Seconds(SettingRepeatWindow),
+		RateConversation: s.Int(SettingRateConversation), RateGlobal: s.Int(SettingRateGlobal),
+		AuditRetention: time.Duration(s.Int(SettingAuditRetention)) * 24 * time.Hour,
 	}
 }
 
 // AuditRetention reads the retention setting now (for the audit writer's pruning).
-func AuditRetention(ctx context.Context, src SettingsSource) time.Duration {
-	var stored map[string]string
-	if src != nil {
-		stored, _ = src.ListSettings(ctx)
+func AuditRetention(ctx context.Context, src config.Settings) time.Duration {
+	if src == nil {
+		return PolicyOf(nil).AuditRetention
 	}
-	return ParsePolicy(stored).AuditRetention
+	return PolicyOf(src.Snapshot(ctx)).AuditRetention
 }

@@ -27,12 +27,7 @@ import (
 	"github.com/ferryhq/ferry/host/tools"
 )
 
-type fakeSettings map[string]string
-
-func (f fakeSettings) GetSetting(_ context.Context, k string) (string, bool, error) {
-	v, ok := f[k]
-	return v, ok, nil
-}
+type fakeSettings = config.Values
 
 // fakeResolver answers from a table, so tests can give public-looking names loopback
 // addresses; any other name is "not found".
@@ -623,16 +618,13 @@ func TestPrompt(t *testing.T) {
 
 func TestNewClientIsGuarded(t *testing.T) {
 	s := serve(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	c, err := NewClient(context.Background(), nil, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Get(s.URL)
+	c := NewClient(context.Background(), nil, 5*time.Second)
+	_, err := c.Get(s.URL)
 	var be *BlockedError
 	if !errors.As(err, &be) {
 		t.Fatalf("unguarded client: %v", err)
 	}
-	c, _ = NewClient(context.Background(), fakeSettings{SettingAllowPrivateHosts: "127.0.0.1"}, 5*time.Second)
+	c = NewClient(context.Background(), fakeSettings{SettingAllowPrivateHosts: "127.0.0.1"}, 5*time.Second)
 	resp, err := c.Get(s.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -645,12 +637,16 @@ func TestNewClientIsGuarded(t *testing.T) {
 	}
 }
 
-// A stored setting that no longer parses is reported with its key, not ignored.
+// A stored setting that no longer parses reads as its default, as every setting
+// does: here no private address is allowed, and the body cap is the default one.
 func TestBadStoredSettings(t *testing.T) {
 	d := Deps{Settings: fakeSettings{SettingAllowPrivateHosts: "http://intranet"}, resolver: panicResolver{t}}
-	mustFail(t, d, map[string]any{"url": "http://example.com/"}, tools.CodeActionUnavailable, SettingAllowPrivateHosts)
-	d = Deps{Settings: fakeSettings{SettingMaxBodyBytes: "lots"}, resolver: panicResolver{t}}
-	mustFail(t, d, map[string]any{"url": "http://example.com/"}, tools.CodeActionUnavailable, SettingMaxBodyBytes, "ferry config set")
+	s := serve(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("private")) })
+	mustFail(t, d, map[string]any{"url": s.URL}, tools.CodePermissionDenied, "127.0.0.1")
+	d = Deps{Settings: fakeSettings{SettingAllowPrivateHosts: "127.0.0.1", SettingMaxBodyBytes: "lots"}}
+	if res := mustOK(t, d, map[string]any{"url": s.URL}); res.Content != "private" || res.Truncated {
+		t.Fatalf("%+v", res)
+	}
 }
 
 // The Chinese page end to end: served as GB2312/GBK bytes with no charset in the

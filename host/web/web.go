@@ -82,11 +82,6 @@ func init() {
 	})
 }
 
-// Settings reads stored settings; *storage.DB satisfies it.
-type Settings interface {
-	GetSetting(ctx context.Context, key string) (string, bool, error)
-}
-
 // Summarizer distils fetched content through the configured model.
 type Summarizer interface {
 	Summarize(ctx context.Context, prompt, content string) (string, error)
@@ -98,8 +93,8 @@ var ErrNoModel = errors.New("no model provider is configured")
 
 // Deps is what the web tools need from the host.
 type Deps struct {
-	Settings   Settings   // nil: every setting at its default
-	Summarizer Summarizer // nil: no model configured; a call with prompt fails clearly
+	Settings   config.Settings // nil: every setting at its default
+	Summarizer Summarizer      // nil: no model configured; a call with prompt fails clearly
 
 	// Test hooks, unexported so production code always gets the real resolver and the
 	// 30 s timeout.
@@ -154,54 +149,29 @@ func Tools(deps Deps) []tools.Tool {
 	}}
 }
 
-func (d Deps) setting(ctx context.Context, key, def string) (string, error) {
+func (d Deps) settings(ctx context.Context) *config.Snapshot {
 	if d.Settings == nil {
-		return def, nil
+		return config.Of(nil)
 	}
-	v, ok, err := d.Settings.GetSetting(ctx, key)
-	if err != nil {
-		return "", err
-	}
-	if !ok {
-		return def, nil
-	}
-	return v, nil
+	return d.Settings.Snapshot(ctx)
 }
 
-func (d Deps) intSetting(ctx context.Context, key string, def, lo int) (int, error) {
-	v, err := d.setting(ctx, key, strconv.Itoa(def))
+// allowList is fetch.allow_private_hosts; a stored value that no longer parses
+// reads as the default, which allows no private address.
+func allowListOf(s *config.Snapshot) *allowList {
+	al, err := parseAllowList(s.String(SettingAllowPrivateHosts))
 	if err != nil {
-		return 0, err
+		al, _ = parseAllowList("")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < lo {
-		return 0, tools.Failf(tools.CodeActionUnavailable, "setting %s is %q, not a whole number ≥ %d; fix it with `ferry config set %s VALUE`", key, v, lo, key)
-	}
-	return n, nil
-}
-
-func (d Deps) allowList(ctx context.Context) (*allowList, error) {
-	v, err := d.setting(ctx, SettingAllowPrivateHosts, "")
-	if err != nil {
-		return nil, err
-	}
-	al, err := parseAllowList(v)
-	if err != nil {
-		return nil, tools.Failf(tools.CodeActionUnavailable, "setting %s is invalid: %v", SettingAllowPrivateHosts, err)
-	}
-	return al, nil
+	return al
 }
 
 // NewClient returns an HTTP client behind the same SSRF guard as web_fetch (allow list
 // from fetch.allow_private_hosts, no environment proxy, at most 10 redirects each
 // re-checked), for other host code that fetches URLs it did not choose.
-func NewClient(ctx context.Context, s Settings, timeout time.Duration) (*http.Client, error) {
+func NewClient(ctx context.Context, s config.Settings, timeout time.Duration) *http.Client {
 	d := Deps{Settings: s}
-	al, err := d.allowList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return d.client(al, timeout), nil
+	return d.client(allowListOf(d.settings(ctx)), timeout)
 }
 
 func (d Deps) client(al *allowList, timeout time.Duration) *http.Client {
@@ -271,26 +241,15 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 	if prompt != "" && d.Summarizer == nil {
 		return nil, noModel()
 	}
-	al, err := d.allowList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	maxBody, err := d.intSetting(ctx, SettingMaxBodyBytes, defaultMaxBodyBytes, 1)
-	if err != nil {
-		return nil, err
-	}
-	limit := 0
+	s := d.settings(ctx)
+	al := allowListOf(s)
+	maxBody := s.Int(SettingMaxBodyBytes)
+	defLimit := s.Int(SettingMaxLength)
+	limit := defLimit
 	if maxLength != nil {
 		limit = *maxLength
-	} else if limit, err = d.intSetting(ctx, SettingMaxLength, defaultMaxLength, 0); err != nil {
-		return nil, err
 	}
-
-	secs, err := d.intSetting(ctx, SettingTimeoutSeconds, int(fetchTimeout/time.Second), 1)
-	if err != nil {
-		return nil, err
-	}
-	timeout := time.Duration(secs) * time.Second
+	timeout := s.Seconds(SettingTimeoutSeconds)
 	if d.timeout > 0 {
 		timeout = d.timeout
 	}
@@ -316,10 +275,6 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 	}
 
 	if prompt != "" {
-		defLimit, err := d.intSetting(ctx, SettingMaxLength, defaultMaxLength, 0)
-		if err != nil {
-			return nil, err
-		}
 		in, cut := markdown.TruncateRunes(res.Content, defLimit)
 		sum, err := d.Summarizer.Summarize(ctx, prompt, in)
 		if errors.Is(err, ErrNoModel) {

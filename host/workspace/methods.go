@@ -3,8 +3,8 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"strconv"
 
+	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
@@ -19,7 +19,6 @@ type PageStore interface {
 	Store
 	Stat(ctx context.Context, path string) (storage.FileInfo, error)
 	WorkspaceUsage(ctx context.Context) (int64, error)
-	GetSetting(ctx context.Context, key string) (string, bool, error)
 }
 
 // MaxPageRead is the largest file workspace.read returns: the options page shows
@@ -28,8 +27,8 @@ const MaxPageRead = 16 << 20
 
 // RegisterMethods adds workspace.list, workspace.read, workspace.delete and
 // workspace.usage.
-func RegisterMethods(mux *protocol.Mux, store PageStore, log zerolog.Logger) {
-	m := pageMethods{store, log}
+func RegisterMethods(mux *protocol.Mux, store PageStore, settings config.Settings, log zerolog.Logger) {
+	m := pageMethods{store, settings, log}
 	protocol.Handle(mux, "workspace.list", m.list)
 	protocol.Handle(mux, "workspace.read", m.read)
 	protocol.Handle(mux, "workspace.delete", m.delete)
@@ -37,8 +36,9 @@ func RegisterMethods(mux *protocol.Mux, store PageStore, log zerolog.Logger) {
 }
 
 type pageMethods struct {
-	db  PageStore
-	log zerolog.Logger
+	db       PageStore
+	settings config.Settings
+	log      zerolog.Logger
 }
 
 type pathParams struct {
@@ -101,13 +101,5 @@ func (m pageMethods) usage(ctx context.Context, _ struct{}) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	quota := storage.DefaultWorkspaceQuota
-	if v, ok, err := m.db.GetSetting(ctx, storage.SettingWorkspaceQuota); err != nil {
-		return nil, err
-	} else if ok {
-		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil && n > 0 {
-			quota = n
-		}
-	}
-	return map[string]int64{"bytes": used, "quota": quota}, nil
+	return map[string]int64{"bytes": used, "quota": m.settings.Snapshot(ctx).Int64(storage.SettingWorkspaceQuota)}, nil
 }
