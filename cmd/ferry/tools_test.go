@@ -67,7 +67,7 @@ func TestToolsCommand(t *testing.T) {
 }
 
 // TestCallCodes reproduces result codes through the real binary with the real
-// builtin tools. Every code of DESIGN.md's table has a case against the real binary:
+// builtin tools. Every code of PROTOCOL.md's table of tool results has a case against the real binary:
 //   - here: NOT_FOUND (unknown name), INVALID_PARAMS (bad ask_user arguments,
 //     arguments not JSON), ACTION_UNAVAILABLE (ask_user, no UI connected), and through
 //     list_tasks PERMISSION_DENIED (tools.disabled), LOOP_DETECTED (--depth 4),

@@ -39,7 +39,7 @@ chromeApi.onRuntimeConnect((port) => dispatcher.acceptPort(port));
 chromeApi.onActionClicked(() => chromeApi.openOptionsPage());
 chromeApi.openSidePanelOnActionClick().catch((err) => console.error('ferry: side panel behaviour', err));
 
-// The stable handle for debuggers and end-to-end tests (DESIGN.md).
+// The stable handle for debuggers and end-to-end tests (README: Wire protocol).
 globalThis.ferryHost = Object.freeze({
   request: (method, params, timeout) =>
     client.request(method, params, timeout === undefined ? undefined : { timeout }),

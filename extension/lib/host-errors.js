@@ -26,8 +26,8 @@ export class HostError extends Error {
   }
 }
 
-// Chrome's exact texts (extensions/browser/api/messaging/native_message_port_host
-// and friends). Anything unlisted is a plain "disconnected".
+// Chrome's exact texts, as chrome.runtime.lastError gives them when a native port
+// closes. Anything unlisted is a plain "disconnected".
 const DISCONNECT_REASONS = new Map([
   ['Specified native messaging host not found.', 'not_installed'],
   ['Access to the specified native messaging host is forbidden.', 'forbidden'],

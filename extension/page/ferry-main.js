@@ -40,7 +40,7 @@
 
   // ---- normalisation of the declaration dialects to one wire shape ----
   function plain(value) {
-    // RegExp patterns (seed 000's list writes pattern: /\S/) become their source.
+    // RegExp patterns (the list dialect writes pattern: /\S/) become their source.
     return JSON.parse(JSON.stringify(value, (k, v) => (v instanceof RegExp ? v.source : v)) ?? 'null');
   }
   function normalizeAction(id, config) {

@@ -42,7 +42,7 @@ function fakePort() {
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
 describe('page API', () => {
-  it('normalises seed 000, seed 002 and WebMCP declarations to one wire shape', async () => {
+  it('normalises list, shorthand and WebMCP declarations to one wire shape', async () => {
     const { ferry, ctx, handshake } = load();
     const port = fakePort();
     assert.equal(handshake(port), true, 'the handshake is stopped before page listeners');

@@ -493,7 +493,7 @@ func initialScore(n *node) float64 {
 	return s
 }
 
-// scoreMain is a small version of Readability's scoring: every paragraph-like block
+// scoreMain is a text-density score: every paragraph-like block
 // of some length gives points (one, one per comma, one per 100 bytes up to three) to
 // its parent, half to its grandparent and a third to the level above; a candidate's
 // score is then discounted by its share of link text. The best candidate is kept

@@ -10,7 +10,7 @@ import (
 const MaxListed = 20
 
 // Changed is the evidence of what differs between the snapshots before and after a
-// run, in seed 000's shape. It answers a narrower question than expect: which exposed
+// run, in the list dialect's shape. It answers a narrower question than expect: which exposed
 // records and actions differ, not whether the business result is right.
 type Changed struct {
 	Observed bool          `json:"observed"`

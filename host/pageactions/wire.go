@@ -13,8 +13,9 @@ import (
 )
 
 // Decl is one action as the page declared it, normalised by the page API to one wire
-// shape whichever dialect the page wrote (seed 000's desc/params list/run/expect, seed
-// 002's description/parameters/handler, WebMCP's inputSchema/execute).
+// shape whichever dialect the page wrote (the list dialect's desc/params list/run/
+// expect, the shorthand dialect's description/parameters/handler, WebMCP's
+// inputSchema/execute).
 type Decl struct {
 	ID          string          `json:"id"`
 	Description string          `json:"description,omitempty"`

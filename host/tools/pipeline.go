@@ -220,7 +220,7 @@ func permit(e *entry, call *Call, p *Policy) *Failure {
 		}
 		call.Granted = append(call.Granted, perm)
 	}
-	// Reads and events are granted by the global flag alone (seed 002's sandbox API);
+	// Reads and events are granted by the global flag alone (the page's sandbox API);
 	// writeStore only through the opt-in above.
 	for _, perm := range []string{PermReadStore, PermEmitEvents} {
 		if flags[perm] && !call.Has(perm) {

@@ -109,7 +109,7 @@ func echo(name string) Tool {
 	}
 }
 
-// TestEveryCode drives the pipeline to each result code of DESIGN.md's table, and
+// TestEveryCode drives the pipeline to each result code of PROTOCOL.md's table of tool results, and
 // checks the audit row each call leaves.
 func TestEveryCode(t *testing.T) {
 	type tc struct {

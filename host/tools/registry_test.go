@@ -26,13 +26,13 @@ func TestDialectsGolden(t *testing.T) {
 	}{
 		{"none", ``, DialectNone},
 		{"empty_object", `{}`, DialectNone},
-		{"shorthand_seed002", `{
+		{"shorthand", `{
 			"productId": {"type": "string", "required": true, "description": "SKU of the product"},
 			"quantity":  {"type": "number", "description": "Defaults to 1"},
 			"gift":      {"type": "boolean"},
 			"colour":    {"type": "string", "enum": ["red", "blue"], "default": "red"}
 		}`, DialectShorthand},
-		{"list_seed000", `[{"name": "text", "label": "待办内容，1–80 个字符，不能只包含空格", "minLength": 1, "maxLength": 80, "pattern": "\\S"},
+		{"list", `[{"name": "text", "label": "待办内容，1–80 个字符，不能只包含空格", "minLength": 1, "maxLength": 80, "pattern": "\\S"},
 			{"name": "due", "label": "Due date", "type": "string", "format": "date", "optional": true},
 			{"name": "priority", "type": "integer", "minimum": 1, "maximum": 5, "enum": [1, 3, 5], "optional": true},
 			{"name": "token", "secret": true, "optional": true}]`, DialectList},
@@ -351,4 +351,25 @@ func FuzzECMARegex(f *testing.F) {
 			regexp.MustCompile(goPat)
 		}
 	})
+}
+
+// PROTOCOL.md's table of tool results lists exactly the codes a result can carry.
+func TestProtocolMDResultCodes(t *testing.T) {
+	doc, err := os.ReadFile("../../protocol/PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Tool results"):]
+	section = section[:strings.Index(section[3:], "\n## ")+3]
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\|").FindAllStringSubmatch(section, -1) {
+		documented = append(documented, m[1])
+	}
+	var codes []string
+	for _, c := range Codes {
+		codes = append(codes, string(c))
+	}
+	if strings.Join(documented, " ") != strings.Join(codes, " ") {
+		t.Fatalf("PROTOCOL.md documents %v; the code has %v", documented, codes)
+	}
 }

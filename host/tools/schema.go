@@ -19,8 +19,8 @@ type Dialect string
 const (
 	DialectNone      Dialect = "none"      // no parameters
 	DialectSchema    Dialect = "schema"    // a raw JSON Schema (draft 2020-12 or draft-07)
-	DialectShorthand Dialect = "shorthand" // seed 002: {name: {type, required, description, enum, default}}
-	DialectList      Dialect = "list"      // seed 000: [{name, label, type, minLength, …, optional}]
+	DialectShorthand Dialect = "shorthand" // {name: {type, required, description, enum, default}}
+	DialectList      Dialect = "list"      // [{name, label, type, minLength, …, optional}]
 )
 
 const (
@@ -168,7 +168,7 @@ func fromRaw(raw []byte) ([]byte, error) {
 
 var jsonTypes = map[string]bool{"string": true, "number": true, "integer": true, "boolean": true, "object": true, "array": true, "null": true}
 
-// shorthandKeys are the members a shorthand parameter may carry: seed 002's five, and
+// shorthandKeys are the members a shorthand parameter may carry: the dialect's five, and
 // the common schema keywords a page author reaches for (passed through as written).
 var shorthandKeys = map[string]bool{
 	"type": true, "required": true, "description": true, "enum": true, "default": true,
@@ -235,7 +235,7 @@ func objectSchema(props ordered, required []string) ([]byte, error) {
 	return root.MarshalJSON()
 }
 
-// listKeys are the members of one entry of seed 000's list form.
+// listKeys are the members of one entry of the list dialect.
 var listKeys = map[string]bool{
 	"name": true, "label": true, "description": true, "type": true, "minLength": true, "maxLength": true,
 	"pattern": true, "enum": true, "minimum": true, "maximum": true, "optional": true, "default": true,

@@ -34,7 +34,7 @@ func boolSetting(v string) error { return config.OneOf("true", "false")(v) }
 func init() {
 	for _, s := range []config.Setting{
 		{Key: SettingReadStore, Default: "true", Validate: boolSetting,
-			Description: "global readStore flag: tools that declare readStore may read (seed 002's model)"},
+			Description: "global readStore flag: tools that declare readStore may read"},
 		{Key: SettingWriteStore, Default: "false", Validate: boolSetting,
 			Description: "global writeStore flag: tools that declare writeStore may write only when this is true too"},
 		{Key: SettingEmitEvents, Default: "true", Validate: boolSetting,

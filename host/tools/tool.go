@@ -33,7 +33,7 @@ const (
 )
 
 // Tool is one registered tool. Parameters may be written in any of the three dialects
-// (raw JSON Schema, seed 002's shorthand object, seed 000's list); the registry
+// (raw JSON Schema, the shorthand object, the list; see Dialect); the registry
 // normalises them to one JSON Schema object at registration.
 type Tool struct {
 	Name        string
@@ -101,7 +101,8 @@ type Expectation struct {
 	Changed any // what changed between before and after, when the caller can tell
 }
 
-// Permission flags a tool may declare in Permissions (seed 002's model). Reads and
+// Permission flags a tool may declare in Permissions (readStore, writeStore,
+// emitEvents, each also a global setting tools.<flag>). Reads and
 // events need only the global flag; writes need the global flag and the tool's
 // opt-in, so turning writeStore on never lets every existing tool write.
 const (
@@ -155,7 +156,7 @@ func (c *Call) Decode(v any) error {
 	return nil
 }
 
-// Code is a result code of DESIGN.md's table.
+// Code is a result code of PROTOCOL.md's table ("Tool results").
 type Code string
 
 const (
@@ -171,6 +172,12 @@ const (
 	CodeTimeout           Code = "TIMEOUT"
 	CodeExpectationFailed Code = "EXPECTATION_FAILED"
 )
+
+// Codes lists every result code, in the order of PROTOCOL.md's table.
+var Codes = []Code{
+	CodeNotFound, CodeInvalidParams, CodeActionUnavailable, CodePermissionDenied, CodeLoopDetected,
+	CodeRateLimited, CodeUserRejected, CodeConfirmTimeout, CodeHandlerError, CodeTimeout, CodeExpectationFailed,
+}
 
 // Failure is a domain failure with its code. Tools return it from Run to say which
 // code applies (a web_fetch refused by the SSRF guard is PERMISSION_DENIED, say).

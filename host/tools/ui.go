@@ -97,8 +97,8 @@ type AskAnswer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// askUserParams is seed 001's ask_user; multiple without options makes no sense, so
-// the schema says so.
+// askUserParams is ask_user's: a question, optional choices, and whether several may
+// be picked; multiple without options makes no sense, so the schema says so.
 const askUserParams = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",

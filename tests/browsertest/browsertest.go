@@ -1,7 +1,8 @@
 // Package browsertest starts a real headless Chromium with Ferry's extension loaded and
 // a native host registered in its profile, and evaluates JavaScript in the extension's
 // service worker. The end-to-end tests and the browser benchmark share it so that both
-// exercise the exact launch recipe of DESIGN.md ("Native messaging facts").
+// exercise the one launch recipe (Launch's flags) under which headless Chromium loads
+// an unpacked extension and reaches a host registered in its profile.
 package browsertest
 
 import (
@@ -170,8 +171,9 @@ func Launch(ctx context.Context, o Options) (*Browser, error) {
 		return nil, err
 	}
 	// chromedp.DefaultExecAllocatorOptions carries --disable-extensions, which
-	// would silently unload the extension under test, so the list is DESIGN.md's
-	// recipe plus two flags that only keep a container quiet.
+	// would silently unload the extension under test, so the list is the recipe
+	// that works (headless=new, no-sandbox, disable-gpu, disable-quic, no-first-run,
+	// the profile and the extension) plus flags that only keep a container quiet.
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(ChromiumPath()),
 		chromedp.Flag("headless", "new"),

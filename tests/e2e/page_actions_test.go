@@ -165,7 +165,7 @@ func TestPageActions(t *testing.T) {
 		}
 	})
 
-	t.Run("seed 002 dialect", func(t *testing.T) {
+	t.Run("shorthand dialect", func(t *testing.T) {
 		r := call("addNote", map[string]any{"title": "hello"})
 		if !r.Success || !strings.Contains(string(r.Result), `"added":"hello"`) {
 			t.Fatalf("addNote: %+v %s", r, r.Result)

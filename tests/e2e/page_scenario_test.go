@@ -3,7 +3,7 @@ package e2e
 // The page-actions scenario of the demo, end to end: an agent run started from the
 // extension's service worker (chat.send bound to the tab), a fake model vendor that
 // calls the page's actions, and the page in Chromium. The same add/toggle scenario
-// runs against the demo (examples/todo, seed 000's dialect), a fixture in seed 002's
+// runs against the demo (examples/todo, the list dialect), a fixture in the shorthand
 // dialect and a fixture declaring WebMCP tools. The checks that need a fixture of
 // their own (hidden/disabled/covered/off-screen targets, a handler that never
 // renders, forged channels) are in page_actions_test.go.
@@ -64,8 +64,8 @@ func TestPageScenario(t *testing.T) {
 		t.Fatalf("ferry provider add: %v\n%s", err, out)
 	}
 	pages := []scenarioPage{
-		{name: "demo, seed 000 dialect", path: "/todo/", toggle: "toggle", toggleArg: `{"record":"t1"}`, expect: "The new task appears in the list", available: true},
-		{name: "seed 002 dialect", path: "/fixtures/pageactions/todo-dialects.html?d=002", toggle: "toggle", toggleArg: `{"record":"t1"}`, available: true},
+		{name: "demo, list dialect", path: "/todo/", toggle: "toggle", toggleArg: `{"record":"t1"}`, expect: "The new task appears in the list", available: true},
+		{name: "shorthand dialect", path: "/fixtures/pageactions/todo-dialects.html?d=002", toggle: "toggle", toggleArg: `{"record":"t1"}`, available: true},
 		{name: "WebMCP", path: "/fixtures/pageactions/todo-dialects.html?d=webmcp", toggle: "toggle_task", toggleArg: `{"id":"t1"}`},
 	}
 	for i, p := range pages {
