@@ -1,10 +1,15 @@
 package host
 
 import (
+	"os"
+	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
 )
 
 // Every package's settings are in the one table the host serves: an unknown key is
@@ -17,5 +22,37 @@ func TestUnknownSettingNamesKnownKeys(t *testing.T) {
 	}
 	if _, err := config.Lookup("no.such"); err == nil || !strings.Contains(err.Error(), "log.level") {
 		t.Fatalf("unknown key: %v; want the list of known keys", err)
+	}
+}
+
+// PROTOCOL.md's table of host methods is the host's method table: every method
+// registered is documented, and nothing documented is missing.
+func TestProtocolMDMethodTable(t *testing.T) {
+	doc, err := os.ReadFile("../protocol/PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)[strings.Index(string(doc), "## Host methods"):]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\|").FindAllStringSubmatch(section, -1) {
+		documented = append(documented, m[1])
+	}
+	sort.Strings(documented)
+	dir := t.TempDir()
+	db, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h, err := New(db, dir, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if got, want := strings.Join(documented, " "), strings.Join(h.Methods.Names(), " "); got != want {
+		t.Fatalf("PROTOCOL.md documents\n  %s\nthe host registers\n  %s", got, want)
 	}
 }

@@ -56,7 +56,11 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// Deferred after db.Close, so it runs first: queued audit rows reach the database.
 	defer h.Close()
-	allowed, err := origins.AllowedExtensions(h.Tools.Settings.Snapshot(context.Background()))
+	settings := h.Tools.Settings.Snapshot(context.Background()) // the first read of settings
+	if lvl, err := zerolog.ParseLevel(settings.String(host.SettingLogLevel)); err == nil {
+		zerolog.SetGlobalLevel(lvl) // one host per process: its level is the process's
+	}
+	allowed, err := origins.AllowedExtensions(settings)
 	if err != nil {
 		log.Warn().Err(err).Msg("using only the pinned extension ID")
 	}

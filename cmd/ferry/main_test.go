@@ -195,6 +195,30 @@ func TestHostAcceptsInstalledExtraExtension(t *testing.T) {
 	}
 }
 
+// log.level is the least severe level the host's log file receives.
+func TestHostLogLevel(t *testing.T) {
+	home := t.TempDir()
+	cfg := exec.Command(ferryBin, "config", "set", "log.level", "warn")
+	cfg.Env = append(os.Environ(), "FERRY_HOME="+home)
+	if out, err := cfg.CombinedOutput(); err != nil {
+		t.Fatalf("config set: %v %s", err, out)
+	}
+	p := startHost(t, home, pinnedOrigin)
+	p.send(req(1, "host.ping", nil))
+	if m := p.recv(); m["id"] != 1.0 {
+		t.Fatalf("got %v", m)
+	}
+	p.stdin.Close()
+	p.wait()
+	log, err := os.ReadFile(filepath.Join(home, "logs", "ferry.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "host started") {
+		t.Fatalf("an info line was written at log.level warn:\n%s", log)
+	}
+}
+
 func header(n uint32) []byte { return binary.NativeEndian.AppendUint32(nil, n) }
 
 func TestHostBadFrames(t *testing.T) {
