@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/ferryhq/ferry/host/config"
-	"github.com/ferryhq/ferry/storage"
-	"github.com/rs/zerolog"
 )
 
 // Every package's settings are in the one table the host serves: an unknown key is
@@ -41,17 +39,7 @@ func TestProtocolMDMethodTable(t *testing.T) {
 		documented = append(documented, m[1])
 	}
 	sort.Strings(documented)
-	dir := t.TempDir()
-	db, err := storage.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h, err := New(db, dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := newTestHost(t)
 	if got, want := strings.Join(documented, " "), strings.Join(h.Methods.Names(), " "); got != want {
 		t.Fatalf("PROTOCOL.md documents\n  %s\nthe host registers\n  %s", got, want)
 	}
