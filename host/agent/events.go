@@ -123,10 +123,16 @@ type eventUI struct{ ui tools.UI }
 func (u eventUI) Unwrap() tools.UI { return u.ui }
 
 func (u eventUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
+	a, err := u.ConfirmLasting(ctx, req)
+	return a.Approved, err
+}
+
+// ConfirmLasting passes a lasting answer on (tools.LastingUI).
+func (u eventUI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (tools.ConfirmAnswer, error) {
 	if r := runFromContext(ctx); r != nil {
 		r.publish(Event{Type: EventConfirm, ID: req.CallID, Name: req.Tool, Request: req})
 	}
-	return u.ui.Confirm(ctx, req)
+	return tools.ConfirmWhole(ctx, u.ui, req)
 }
 
 func (u eventUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer, error) {

@@ -179,7 +179,7 @@ func (d Deps) call(ctx context.Context, method string, params, result any, wait 
 	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	err := d.Browser.Call(cctx, method, params, result)
+	err := d.Browser.Call(cctx, method, withDocument(ctx, params), result)
 	if err == nil {
 		return nil
 	}
@@ -236,6 +236,8 @@ func MapError(subject string, perr *protocol.Error) error {
 		return tools.Failf(tools.CodeActionUnavailable, "%s: the browser does not let extensions work in this page", with("", d.URL))
 	case "no_permission":
 		return tools.Failf(tools.CodePermissionDenied, "%s", with("origin ", d.Origin))
+	case "document_changed":
+		return tools.Failf(tools.CodeActionUnavailable, "%s; look at the tab again (browser_info, get_tab_content) before deciding what to do there", msg)
 	case "stale_ref":
 		return tools.Failf(tools.CodeActionUnavailable, "%s: the page changed since that snapshot; take a new browser_snapshot and use a ref from it", msg)
 	case "no_element":

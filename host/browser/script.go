@@ -114,18 +114,17 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 	if tab, ok := a.tab(call); ok {
 		params["tab_id"] = tab
 	}
-	var info struct {
-		TabID int    `json:"tab_id"`
-		URL   string `json:"url"`
-		Title string `json:"title"`
-	}
+	var info pageDocument
 	if err := d.call(ctx, "browser.page.info", params, &info, assessWait); err != nil {
 		return tools.Assessment{}, err
 	}
-	o, ok := origins.Of(info.URL)
+	// Whether asked or allowed by the setting, the script runs only in the document
+	// judged here: an origin trusted a moment ago says nothing of the next page.
+	doc := info.document()
+	o, ok := doc.Origin, doc.Origin != ""
 	trusted := origins.Normalize(d.settings(ctx).List(SettingScriptsAutoApprove))
 	if ok && slices.Contains(trusted, o) {
-		return tools.Assessment{Dangerous: true}, nil
+		return tools.Assessment{Dangerous: true, Document: doc}, nil
 	}
 	where := o
 	if !ok {
@@ -134,6 +133,7 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 	return tools.Assessment{
 		Confirm:   true,
 		Dangerous: true,
+		Document:  doc,
 		Message: fmt.Sprintf("Run this script in %s (tab %d, %q)? It runs as the page itself: it can read what you see there and act as you. "+
 			"To stop being asked for this site, add %s to the setting %s.", where, info.TabID, info.Title, where, SettingScriptsAutoApprove),
 	}, nil

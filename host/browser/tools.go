@@ -76,6 +76,7 @@ func Tools(d Deps) []tools.Tool {
 			"The tab's URL, title, viewport size, scroll position and ready state (loading, interactive, complete).",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
 	}
+	d.bindDocuments(ts)
 	return ts
 }
 
@@ -168,8 +169,9 @@ const maxLoadWait = 30 * time.Second
 func (d Deps) openTab() tools.Tool {
 	return tools.Tool{
 		Name: "open_tab",
-		Description: "Open a URL in a new tab, or in an existing tab when tab_id is given. By default the tab becomes active and the call " +
-			"waits until the page has loaded, for at most 30 seconds (timed_out says when the wait was cut short; the page may still be loading).",
+		Description: "Open a URL in a new tab, or in an existing tab when tab_id is given (that navigates the tab: off unless the person allowed it, setting " + SettingAllowNavigate + "). " +
+			"By default the tab becomes active and the call waits until the page has loaded, for at most 30 seconds (timed_out says when the wait was cut short; the page may still be loading). " +
+			"A file:// URL or an address on the person's own computer or network is opened only after they approve it, unless the setting " + SettingAllowPrivateHosts + " names it.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
   "url":{"type":"string","pattern":` + urlPattern + `,"description":"the URL to open (http, https, file or about)"},
   "tab_id":{"type":"integer","minimum":0,"description":"an existing tab to navigate instead of opening a new one"},
@@ -177,8 +179,11 @@ func (d Deps) openTab() tools.Tool {
   "window_id":{"type":"integer","description":"the window to open the tab in"},
   "wait_until_loaded":{"type":"boolean","default":true,"description":"wait until the page has loaded (at most 30 s)"}
 },"required":["url"],"additionalProperties":false}`),
+		// Of kind read: opening a new tab changes nothing the person has; with a
+		// tab_id the assessment makes the call a write.
 		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
+		Assess:    d.assessNavigation,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			args, err := decodeArgs(call)
 			if err != nil {
@@ -214,17 +219,17 @@ func (d Deps) navigate() tools.Tool {
 	return tools.Tool{
 		Name: "browser_navigate",
 		Description: "Navigate a tab: to a URL, or back, forward or reload. Off unless the person allowed it (setting " + SettingAllowNavigate + "); " +
-			"open_tab opens a URL without it.",
+			"open_tab opens a URL in a new tab without it. A file:// URL or an address on the person's own computer or network asks them first, " +
+			"unless the setting " + SettingAllowPrivateHosts + " names it.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"tab_id":` + tabIDOptional + `,
   "url":{"type":"string","pattern":` + urlPattern + `,"description":"the URL to load in the tab (http, https, file or about)"},
   "action":{"type":"string","enum":["back","forward","reload"],"description":"go back, forward, or reload, instead of a URL"}
 },"anyOf":[{"required":["url"]},{"required":["action"]}],"dependentSchemas":{"url":{"properties":{"action":false}}},"additionalProperties":false}`),
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
+		// The assessment holds browser.allow_navigate and the private destinations.
+		Assess: d.assessNavigation,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
-			if !d.settings(ctx).Bool(SettingAllowNavigate) {
-				return nil, tools.Failf(tools.CodePermissionDenied, "browser_navigate is off: the setting %s is false; a person can allow it with `ferry config set %s true` (open_tab opens a URL without it)", SettingAllowNavigate, SettingAllowNavigate)
-			}
 			args, err := decodeArgs(call)
 			if err != nil {
 				return nil, err

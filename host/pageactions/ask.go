@@ -209,7 +209,8 @@ func noPanel(ui tools.UI) bool {
 
 // Ask is ferry.ask: a page asks to start an agent run bound to its tab. An origin
 // the user refused is refused; one not yet allowed is asked about through the UI
-// (the answer is kept); an allowed one starts the run.
+// (the answer is kept only when the person chose "always" or "never"); an allowed
+// one starts the run.
 func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 	a := m.askDeps()
 	if p.TabID <= 0 {
@@ -245,21 +246,30 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 		}
 		args, _ := json.Marshal(map[string]string{"text": text})
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskConfirmTimeout)
-		ok, err := ui.Confirm(cctx, tools.ConfirmRequest{
+		// A plain answer is for this request only; "always" and "never" are controls
+		// of their own on the card, so no keypress meant for something else grants
+		// an origin for good.
+		ans, err := tools.ConfirmWhole(cctx, ui, tools.ConfirmRequest{
 			CallID: "ask_" + randomID(), Tool: "ferry.ask", Arguments: args, Origin: origin,
 			Message:   origin + " wants to start a Ferry run: " + text,
 			TimeoutMS: AskConfirmTimeout.Milliseconds(), TabID: p.TabID, FrameID: p.FrameID,
+			Requester: &tools.Requester{Kind: "page", Origin: origin},
+			Lasting:   &tools.Lasting{Scope: tools.LastingPageAsk, Origin: origin},
 		})
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 		cancel()
 		switch {
-		case err == nil && ok:
-			if err := a.addOrigin(ctx, SettingAskAllowed, SettingAskDenied, origin); err != nil {
-				return AskResult{}, err
+		case err == nil && ans.Approved:
+			if ans.Lasting {
+				if err := a.addOrigin(ctx, SettingAskAllowed, SettingAskDenied, origin); err != nil {
+					return AskResult{}, err
+				}
 			}
 		case err == nil:
-			if err := a.addOrigin(ctx, SettingAskDenied, SettingAskAllowed, origin); err != nil {
-				return AskResult{}, err
+			if ans.Lasting {
+				if err := a.addOrigin(ctx, SettingAskDenied, SettingAskAllowed, origin); err != nil {
+					return AskResult{}, err
+				}
 			}
 			return AskResult{}, refused("the user did not allow %s to start Ferry runs", origin)
 		case timedOut:

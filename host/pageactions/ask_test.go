@@ -34,6 +34,7 @@ func (s *memSettings) Set(ctx context.Context, k, v string) error {
 
 type askUI struct {
 	answer   bool
+	lasting  bool // the person chose "always" or "never" (ConfirmLasting)
 	err      error
 	panels   int
 	known    bool
@@ -43,6 +44,10 @@ type askUI struct {
 func (u *askUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
 	u.confirms = append(u.confirms, req)
 	return u.answer, u.err
+}
+func (u *askUI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (tools.ConfirmAnswer, error) {
+	ok, err := u.Confirm(ctx, req)
+	return tools.ConfirmAnswer{Approved: ok, Lasting: u.lasting}, err
 }
 func (u *askUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer, error) {
 	return tools.AskAnswer{}, errors.New("no")
@@ -108,8 +113,62 @@ func TestAskDeniedRefusedWithoutAsking(t *testing.T) {
 	}
 }
 
-func TestAskFirstTimeAllowPersists(t *testing.T) {
+// A plain approval starts this one run and grants nothing: the next ask is asked
+// again, and the origin is in neither list.
+func TestAskFirstTimeAllowOnce(t *testing.T) {
 	ui := &askUI{answer: true}
+	e := newAskEnv(t, ui, nil)
+	for i, text := range []string{"add milk", "again"} {
+		if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		if len(ui.confirms) != i+1 || len(e.started) != i+1 {
+			t.Fatalf("ask %d: confirms %d started %d, want each asked", i, len(ui.confirms), len(e.started))
+		}
+	}
+	c := ui.confirms[0]
+	if c.Requester == nil || c.Requester.Kind != "page" || c.Requester.Origin != site {
+		t.Errorf("requester = %+v, want the page's origin", c.Requester)
+	}
+	if c.Lasting == nil || c.Lasting.Scope != tools.LastingPageAsk || c.Lasting.Origin != site {
+		t.Errorf("lasting = %+v, want the page_ask offer for %s", c.Lasting, site)
+	}
+	if e.settings.m[SettingAskAllowed] != "" || e.settings.m[SettingAskDenied] != "" {
+		t.Fatalf("a one-time answer was kept: allowed %q denied %q", e.settings.m[SettingAskAllowed], e.settings.m[SettingAskDenied])
+	}
+	// A plain "no" is for this request only, too.
+	ui.answer = false
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	refusedWith(t, err, "did not allow")
+	if e.settings.m[SettingAskDenied] != "" {
+		t.Fatalf("a one-time no was kept: denied %q", e.settings.m[SettingAskDenied])
+	}
+}
+
+// A UI that cannot tell a lasting answer (no LastingUI) never grants for good.
+func TestAskPlainUIGrantsOnce(t *testing.T) {
+	ui := &plainUI{askUI{answer: true}}
+	e := newAskEnv(t, ui, nil)
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if e.settings.m[SettingAskAllowed] != "" {
+		t.Fatalf("allowed = %q", e.settings.m[SettingAskAllowed])
+	}
+}
+
+// plainUI hides askUI's ConfirmLasting.
+type plainUI struct{ u askUI }
+
+func (p *plainUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
+	return p.u.Confirm(ctx, req)
+}
+func (p *plainUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer, error) {
+	return p.u.Ask(ctx, req)
+}
+
+func TestAskFirstTimeAllowPersists(t *testing.T) {
+	ui := &askUI{answer: true, lasting: true}
 	e := newAskEnv(t, ui, map[string]string{SettingAskDenied: "https://x.example"})
 	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "add milk"}); err != nil {
 		t.Fatal(err)
@@ -135,7 +194,7 @@ func TestAskFirstTimeAllowPersists(t *testing.T) {
 }
 
 func TestAskFirstTimeDenyPersists(t *testing.T) {
-	ui := &askUI{answer: false}
+	ui := &askUI{answer: false, lasting: true}
 	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: site + ",https://b.example"})
 	e.settings.m[SettingAskAllowed] = "https://b.example"
 	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})

@@ -64,8 +64,22 @@ func (u pageUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer,
 	return u.ui.Ask(ctx, req)
 }
 
+// ConfirmLasting passes a lasting answer on (tools.LastingUI) for what only the side
+// panel answers; a page's own confirmation is never a lasting one.
+func (u pageUI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (tools.ConfirmAnswer, error) {
+	if !u.pageMayAnswer(req) {
+		return tools.ConfirmWhole(ctx, u.ui, req)
+	}
+	ok, err := u.Confirm(ctx, req)
+	return tools.ConfirmAnswer{Approved: ok}, err
+}
+
+func (u pageUI) pageMayAnswer(req tools.ConfirmRequest) bool {
+	return req.Source == tools.SourcePage && req.TabID > 0 && u.m.br != nil && u.m.declares(req.TabID, req.FrameID, req.Tool)
+}
+
 func (u pageUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
-	if req.Source != tools.SourcePage || req.TabID <= 0 || u.m.br == nil || !u.m.declares(req.TabID, req.FrameID, req.Tool) {
+	if !u.pageMayAnswer(req) {
 		return u.ui.Confirm(ctx, req)
 	}
 	rctx, cancel := context.WithCancel(ctx)

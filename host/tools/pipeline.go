@@ -140,13 +140,21 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 		if f != nil {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
-		ask = ask || a.Confirm
+		ask = ask || a.Confirm || (a.Write && p.ConfirmWrites)
 		st.dangerous = st.dangerous || a.Dangerous
 		if a.Message != "" {
 			msg = a.Message
 		}
+		call.Document = a.Document
 	}
 	if ask {
+		if call.Document == nil && e.tool.Locate != nil {
+			doc, f := r.locate(ctx, e, call)
+			if f != nil {
+				return Result{Code: f.Code, Reason: f.Reason}
+			}
+			call.Document = doc
+		}
 		if res, ok := r.confirm(ctx, st, p, msg); !ok {
 			return res
 		}
@@ -250,12 +258,18 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		// The UI titles the card with the tool's name; the message says what it does.
 		msg = e.tool.Description
 	}
+	origin := cmp.Or(call.Origin, e.tool.Origin)
+	if call.Document != nil && call.Document.Origin != "" {
+		// The card names the page the call acts on: the approval holds for it.
+		origin = call.Document.Origin
+	}
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
 	ok, err := ui.Confirm(cctx, ConfirmRequest{
-		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: cmp.Or(call.Origin, e.tool.Origin),
+		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
 		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID,
+		Requester: requesterOf(call), Page: call.Document,
 	})
 	switch {
 	case err == nil && ok:
@@ -267,6 +281,39 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	default:
 		return fail(CodeUserRejected, "the confirmation of %s could not be asked: %v; treated as a denial", e.name, err), false
 	}
+}
+
+// requesterOf says who asks for call, from what its entry path recorded: the model of
+// a run, a page of an origin, an outside agent (ferry mcp, the control socket), the
+// terminal, or the extension itself (a debugger or a test through ferryHost).
+func requesterOf(call *Call) *Requester {
+	switch call.Caller {
+	case "":
+		return nil
+	case "model":
+		return &Requester{Kind: "model", RunID: call.RunID, ConversationID: call.ConversationID}
+	case "page":
+		return &Requester{Kind: "page", Origin: call.Origin}
+	}
+	return &Requester{Kind: call.Caller, RunID: call.RunID, ConversationID: call.ConversationID}
+}
+
+// locate runs Tool.Locate; like assess, a panic or an error stops the call.
+func (r *Registry) locate(ctx context.Context, e *entry, call *Call) (doc *Document, f *Failure) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", e.name).Interface("panic", p).Msg("locating a call's document panicked")
+			doc, f = nil, Failf(CodeHandlerError, "%s could not say which page it would act on: internal error", e.name)
+		}
+	}()
+	doc, err := e.tool.Locate(ctx, call)
+	if err != nil {
+		if !errors.As(err, &f) {
+			f = Failf(CodeHandlerError, "%s could not say which page it would act on: %v", e.name, err)
+		}
+		return nil, f
+	}
+	return doc, nil
 }
 
 // assess runs Tool.Assess. A panic asks for confirmation rather than failing the

@@ -74,6 +74,11 @@ type Tool struct {
 	// loop checks, just before the confirmation; an error is the call's result (a
 	// *Failure chooses the code, anything else is HANDLER_ERROR) and nothing runs.
 	Assess func(ctx context.Context, call *Call) (Assessment, error)
+	// Locate, when set, says which document the call would act on (a browser tool's
+	// tab). The pipeline asks it just before a person is asked, unless Assess named
+	// the document already, so that the card names the page and the approval holds
+	// for that document alone (Call.Document). An error is the call's result.
+	Locate func(ctx context.Context, call *Call) (*Document, error)
 	// Exposed, when set, says whether the model is offered the tool now (a page
 	// action outside the page's active region is not): ModelList leaves it out. An
 	// exposure rule, not a permission: a call by name still goes through the pipeline.
@@ -93,6 +98,24 @@ type Assessment struct {
 	Confirm   bool
 	Dangerous bool
 	Message   string // what the person is asked; empty keeps ConfirmMessage
+	// Write says that this call changes something although the tool is of kind read
+	// (open_tab navigating an existing tab): tools.confirm_writes applies to it.
+	Write bool
+	// Document is the document the assessment judged (the page whose origin a page
+	// script was allowed for): the call runs there only (Call.Document).
+	Document *Document
+}
+
+// Document is the page a call acts on, as it was when the call was judged: the tab,
+// the browser's id of the document shown in it, its URL and origin. A call bound to
+// a Document runs only while the tab still shows that document; otherwise it fails
+// ACTION_UNAVAILABLE and nothing runs.
+type Document struct {
+	TabID  int    `json:"tab_id"`
+	ID     string `json:"document_id,omitempty"` // empty where the browser gives none (a restricted page)
+	URL    string `json:"url"`
+	Title  string `json:"title,omitempty"`
+	Origin string `json:"origin,omitempty"` // http(s) pages only
 }
 
 // Expectation is the evidence a successful Expect returns; both land in the Result.
@@ -130,6 +153,10 @@ type Call struct {
 	// Granted is filled by the pipeline: the permission flags the handler may use
 	// (global flag on, and for writeStore the tool's opt-in too).
 	Granted []string
+	// Document is filled by the pipeline when the call was judged for one document
+	// (Assessment.Document, or Tool.Locate before a confirmation): the handler must
+	// act on that document only.
+	Document *Document
 }
 
 // Has reports whether the pipeline granted the call a permission flag.

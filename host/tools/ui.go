@@ -63,11 +63,50 @@ type ConfirmRequest struct {
 	// to where. The side panel shows both.
 	Requester *Requester `json:"requester,omitempty"`
 	Flow      *Flow      `json:"flow,omitempty"`
+	// Page is the document the call acts on, when it acts on a tab: the approval
+	// holds for that document only (Call.Document).
+	Page *Document `json:"page,omitempty"`
+	// Lasting, when set, offers a lasting answer besides this one-time one (ferry.ask:
+	// always or never for the page's origin). Only a control of its own gives it: a
+	// plain approval, and every keypress, answers this request alone.
+	Lasting *Lasting `json:"lasting,omitempty"`
+}
+
+// Lasting is the lasting answer a confirmation offers: Scope names what is granted
+// or refused for good ("page_ask": the origin may start runs), Origin for whom.
+type Lasting struct {
+	Scope  string `json:"scope"`
+	Origin string `json:"origin"`
+}
+
+// LastingPageAsk is the scope of ferry.ask's lasting answer.
+const LastingPageAsk = "page_ask"
+
+// ConfirmAnswer is a person's whole answer to a confirmation: approved or not, and,
+// when the request offered a lasting answer, whether this one lasts.
+type ConfirmAnswer struct {
+	Approved bool `json:"approved"`
+	Lasting  bool `json:"lasting,omitempty"`
+}
+
+// LastingUI is a UI that can tell a lasting answer from a one-time one.
+type LastingUI interface {
+	ConfirmLasting(ctx context.Context, req ConfirmRequest) (ConfirmAnswer, error)
+}
+
+// ConfirmWhole asks ui for the whole answer. A UI that cannot tell a lasting answer
+// (a wrapper that does not pass it on, a test fake) answers this request only.
+func ConfirmWhole(ctx context.Context, ui UI, req ConfirmRequest) (ConfirmAnswer, error) {
+	if l, ok := ui.(LastingUI); ok {
+		return l.ConfirmLasting(ctx, req)
+	}
+	ok, err := ui.Confirm(ctx, req)
+	return ConfirmAnswer{Approved: ok}, err
 }
 
 // Requester is who asks for a confirmed call.
 type Requester struct {
-	Kind           string `json:"kind"` // model, page, mcp, socket or cli
+	Kind           string `json:"kind"` // model, page, mcp, socket, cli or extension
 	Origin         string `json:"origin,omitempty"`
 	RunID          string `json:"run_id,omitempty"`
 	ConversationID string `json:"conversation_id,omitempty"`

@@ -72,14 +72,20 @@ type UI struct {
 
 // Confirm is ui.confirm; when the caller stops waiting the prompt is withdrawn.
 func (u UI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
-	var out struct {
-		Approved bool `json:"approved"`
-	}
+	a, err := u.ConfirmLasting(ctx, req)
+	return a.Approved, err
+}
+
+// ConfirmLasting is ui.confirm's whole answer; a lasting one counts only where the
+// request offered it.
+func (u UI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (tools.ConfirmAnswer, error) {
+	var out tools.ConfirmAnswer
 	if err := u.conn.Call(ctx, "ui.confirm", req, &out); err != nil {
 		u.withdraw(ctx, req.CallID)
-		return false, err
+		return tools.ConfirmAnswer{}, err
 	}
-	return out.Approved, nil
+	out.Lasting = out.Lasting && req.Lasting != nil
+	return out, nil
 }
 
 // Ask is ui.ask (ask_user); when the caller stops waiting the question is withdrawn.

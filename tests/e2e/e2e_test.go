@@ -76,6 +76,12 @@ func installed(t *testing.T) (home, userData string) {
 	if err := json.Unmarshal(b, &m); err != nil || m.Path != ferryBin {
 		t.Fatalf("manifest %s: path %q, want %q (err %v)", manifest, m.Path, ferryBin, err)
 	}
+	// The tests' servers listen on 127.0.0.1: as a person would, allow the browser
+	// tools to open it without asking. Tests of private destinations use other
+	// loopback names (localhost, 127.0.0.2), which stay unallowed.
+	if out, err := ferry(t, home, "config", "set", "browser.allow_private_hosts", "127.0.0.1"); err != nil {
+		t.Fatalf("ferry config set browser.allow_private_hosts: %v\n%s", err, out)
+	}
 	return home, userData
 }
 

@@ -8,7 +8,7 @@ export const BROWSER_ERROR = RPC.BROWSER_ERROR;
 
 export const REASONS = Object.freeze([
   'no_tab', 'restricted_page', 'no_permission', 'stale_ref', 'no_element',
-  'element_state', 'invalid', 'timeout', 'script_error', 'no_frame', 'gone',
+  'element_state', 'invalid', 'timeout', 'script_error', 'no_frame', 'gone', 'document_changed',
 ]);
 
 export class BrowserError extends Error {

@@ -6,6 +6,7 @@ import { resolveTab, waitForLoad, getTab, MAX_WAIT_MS } from './tabs.js';
 import { restrictedReason, scriptingFailureReason } from './urls.js';
 import { DEFAULT_LIMITS, runUserCode } from './user-code.js';
 import { encodeBase64 } from './base64.js';
+import { checkDocument, currentDocument, documentChanged, documentParam, injectionTarget } from './document.js';
 
 export const CONTENT_FILES = ['content/selectors.js', 'content/content.js'];
 export const OFFSCREEN_PATH = 'offscreen/offscreen.html';
@@ -14,7 +15,10 @@ export const SCRIPT_TIMEOUT_MS = 30_000;
 const CONTENT_TIMEOUT_MS = 30_000;
 
 // Runs in the content script's isolated world (serialized by executeScript).
-function callContent(method, params) {
+// origin, for work bound to a document, is checked where the work runs
+// (background/browser/document.js says why).
+function callContent(method, params, origin) {
+  if (origin && globalThis.location.origin !== origin) return { changed: true, origin: globalThis.location.origin };
   const c = globalThis.FerryContent;
   if (!c) return { missing: true };
   return c.call(method, params);
@@ -54,11 +58,17 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     return tab;
   }
 
-  async function inject(tab, injection) {
+  /** The injection's result in frame 0, or in doc only when the work is bound to it. */
+  async function inject(tab, injection, doc = null) {
+    return (await injectFull(tab, injection, doc))?.result;
+  }
+
+  async function injectFull(tab, injection, doc = null) {
     try {
-      const results = await api.executeScript({ target: { tabId: tab.id, frameIds: [0] }, ...injection });
-      return results?.[0]?.result;
+      const results = await api.executeScript({ target: injectionTarget(tab, doc), ...injection });
+      return results?.[0];
     } catch (err) {
+      if (doc && /No document with id/i.test(String(err?.message))) throw documentChanged(tab, doc);
       const reason = scriptingFailureReason(err?.message);
       const url = tab.url || '';
       if (reason === 'restricted_page') throw fail(reason, `cannot work in ${url}: ${err.message}`, { url });
@@ -76,22 +86,38 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     }
   }
 
+  /** The tab of a call, checked scriptable, and the document it is bound to (checked too). */
+  async function boundTab(params, { scriptable = true } = {}) {
+    const doc = documentParam(params);
+    const tab = scriptable ? await scriptableTab(params) : await resolveTab(api, params);
+    await checkDocument(api, tab, doc);
+    return { tab, doc };
+  }
+
   /** Calls content.js (injecting it on first use in this document). */
   async function content(params, method, args, { timeoutMs = CONTENT_TIMEOUT_MS } = {}) {
-    const tab = await scriptableTab(params);
+    const { tab, doc } = await boundTab(params);
+    let documentId = '';
+    const call = async () => {
+      const r = await injectFull(tab, { func: callContent, args: [method, args, doc?.origin ?? ''] }, doc);
+      documentId = r?.documentId ?? '';
+      if (r?.result?.changed) throw documentChanged(tab, doc, r.result.origin);
+      return r?.result;
+    };
     const run = async () => {
       let r;
       try {
-        r = await inject(tab, { func: callContent, args: [method, args] });
+        r = await call();
       } catch (err) {
-        // The document was being replaced (a navigation just committed): once more, in the new one.
-        if (!/Frame with ID 0 was removed/i.test(String(err?.message))) throw err;
+        // The document was being replaced (a navigation just committed): once
+        // more, in the new one, unless the work belongs to the old one.
+        if (doc || !/Frame with ID 0 was removed/i.test(String(err?.message))) throw err;
         await new Promise((resolve) => timers.setTimeout(resolve, 300));
-        r = await inject(tab, { func: callContent, args: [method, args] });
+        r = await call();
       }
       if (r?.missing) {
-        await inject(tab, { files: CONTENT_FILES });
-        r = await inject(tab, { func: callContent, args: [method, args] });
+        await inject(tab, { files: CONTENT_FILES }, doc);
+        r = await call();
       }
       if (!r || r.missing) throw new Error(`the content script did not answer ${method}`);
       if (!r.ok) throw fromReport(r.error);
@@ -99,7 +125,7 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     };
     const result = await withTimeout(run(), timeoutMs, timers,
       () => fail('timeout', `the page did not answer ${method} within ${timeoutMs} ms (it may be busy)`));
-    return { tab, result };
+    return { tab, result, documentId };
   }
 
   function pick(params, keys) {
@@ -188,15 +214,17 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
           throw fail('timeout', `the sandbox script did not finish within ${timeoutMs} ms and was stopped`, { target, stopped: true });
         }
       } else {
-        tab = await scriptableTab(params);
+        let doc;
+        ({ tab, doc } = await boundTab(params));
         outcome = await withTimeout(
-          inject(tab, { world: 'MAIN', func: runUserCode, args: [code, DEFAULT_LIMITS] }),
+          inject(tab, { world: 'MAIN', func: runUserCode, args: [code, DEFAULT_LIMITS, { origin: doc?.origin ?? '' }] }, doc),
           timeoutMs, timers,
           () => fail('timeout', `the page script did not finish within ${timeoutMs} ms; it may still be running in the page (a page's code cannot be stopped from outside)`, { target, stopped: false }),
         );
         if (outcome === undefined || outcome === null) {
           throw fail('script_error', 'the page returned no result (it navigated away or its Content-Security-Policy blocked the script)', { message: 'no result', stack: '' });
         }
+        if (outcome.changed) throw documentChanged(tab, doc, outcome.origin);
       }
       if (!outcome.ok) {
         const csp = /unsafe-eval|Content Security Policy/i.test(outcome.message ?? '');
@@ -233,8 +261,16 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     },
 
     async 'browser.page.info'(params = {}) {
-      const { tab, result } = await content(params, 'info', {});
-      return { tab_id: tab.id, ...result };
+      const { tab, result, documentId } = await content(params, 'info', {});
+      return { tab_id: tab.id, ...result, document_id: documentId };
+    },
+
+    // What a call would act on, for the host to bind an approval to: cheap, and
+    // answered for any tab (a page no script may enter has no document_id).
+    async 'browser.page.document'(params = {}) {
+      const tab = await resolveTab(api, params);
+      const now = await currentDocument(api, tab);
+      return { tab_id: tab.id, url: tab.url || tab.pendingUrl || '', title: tab.title ?? '', document_id: now.documentId };
     },
 
     async 'browser.page.network'(params = {}) {
@@ -242,8 +278,8 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     },
 
     async 'browser.page.console'(params = {}) {
-      const tab = await scriptableTab(params);
-      const r = await inject(tab, { world: 'MAIN', func: readConsole });
+      const { tab, doc } = await boundTab(params);
+      const r = await inject(tab, { world: 'MAIN', func: readConsole }, doc);
       const out = { messages: r?.messages ?? [] };
       if (!r?.hooked) out.note = 'console capture starts with the page load; this page was loaded before Ferry was installed or enabled: reload it to capture its messages';
       return out;
@@ -256,7 +292,7 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
         throw fail('invalid', `action must be back, forward or reload, not ${JSON.stringify(action)}`);
       }
       if (url !== undefined && (typeof url !== 'string' || url === '')) throw fail('invalid', 'url must be a non-empty string');
-      const tab = await resolveTab(api, params);
+      const { tab } = await boundTab(params, { scriptable: false });
       const timeoutMs = Math.min(timeoutParam(params, MAX_WAIT_MS), MAX_WAIT_MS);
       // Started before the navigation, so that its "loading" update is seen.
       const wait = waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true });
@@ -291,7 +327,7 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
       if (format !== 'jpeg' && format !== 'png') throw fail('invalid', 'format must be jpeg or png');
       if (!(Number.isInteger(quality) && quality >= 1 && quality <= 100)) throw fail('invalid', 'quality must be 1–100');
       if (!(Number.isInteger(maxWidth) && maxWidth >= 16)) throw fail('invalid', 'max_width must be an integer ≥ 16');
-      const tab = await resolveTab(api, params);
+      const { tab } = await boundTab(params, { scriptable: false });
       const why = restrictedReason(tab.url ?? '');
       if (why) throw fail('restricted_page', `cannot capture ${tab.url}: ${why}`, { url: tab.url });
       // captureVisibleTab shows the window's active tab: bring ours forward first.

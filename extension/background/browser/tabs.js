@@ -1,5 +1,6 @@
 // browser.tabs.*: list, open (with an optional wait for the load), close, activate.
 
+import { checkDocument, documentParam } from './document.js';
 import { fail } from './errors.js';
 import { describeTab, tabFilter } from './tab-filter.js';
 
@@ -102,7 +103,9 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
       let waiting = null;
       try {
         if (tabId !== undefined) {
-          previousUrl = (await getTab(api, tabId)).url;
+          const current = await getTab(api, tabId);
+          await checkDocument(api, current, documentParam(params));
+          previousUrl = current.url;
           waiting = wait ? waitForLoad(api, tabId, { timeoutMs, timers, requireLoading: true }) : null;
           tab = await api.tabsUpdate(tabId, { url, active: !!active });
           if (active && tab.windowId !== undefined) await api.windowsUpdate(tab.windowId, { focused: true }).catch(() => {});
@@ -137,7 +140,7 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
 
     async 'browser.tabs.close'(params = {}) {
       const tabId = tabIdParam(params);
-      await getTab(api, tabId);
+      await checkDocument(api, await getTab(api, tabId), documentParam(params));
       try {
         await api.tabsRemove(tabId);
       } catch (err) {
@@ -148,6 +151,7 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
 
     async 'browser.tabs.activate'(params = {}) {
       const tabId = tabIdParam(params);
+      await checkDocument(api, await getTab(api, tabId), documentParam(params));
       let tab;
       try {
         tab = await api.tabsUpdate(tabId, { active: true });

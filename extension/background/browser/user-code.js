@@ -7,10 +7,18 @@
 // body of an async function (`const a = 1; return a + 1`); either way a
 // returned promise is awaited. Never throws: the outcome is
 // {ok: true, value, type} or {ok: false, message, stack, name}.
+//
+// guard.origin, in a page, is the origin the script was approved for: in any
+// other document nothing runs ({ok: false, changed: true, origin}). Chrome may
+// run a script aimed at one document in the one that replaced it, so this last
+// check is made where the script runs; location cannot be redefined by a page.
 
 export const DEFAULT_LIMITS = Object.freeze({ maxDepth: 10, maxBytes: 1 << 20, maxItems: 1000, maxString: 100_000 });
 
-export async function runUserCode(code, limits) {
+export async function runUserCode(code, limits, guard) {
+  if (guard && guard.origin && globalThis.location && globalThis.location.origin !== guard.origin) {
+    return { ok: false, changed: true, origin: String(globalThis.location.origin) };
+  }
   const { maxDepth = 10, maxBytes = 1 << 20, maxItems = 1000, maxString = 100_000 } = limits || {};
   const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
 
