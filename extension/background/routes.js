@@ -3,9 +3,9 @@
 
 import { TIER_CONTENT_SCRIPT, TIER_EXTENSION_PAGE } from './dispatcher.js';
 import { PAGE_PORT } from './pageactions.js';
-import { PANEL_PORT } from './ui.js';
+import { PANEL_PORT, STATUS_PORT } from '../lib/wire.js';
 
-export const STATUS_PORT = 'host-status';
+export { STATUS_PORT };
 
 /** `ui` is the side panel router (background/ui.js); without it no panel port exists. */
 export function createRoutes(client, { ui, pages } = {}) {

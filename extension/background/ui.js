@@ -9,8 +9,9 @@
 // (lib/chrome-api.js), time comes from `timers`.
 
 import { HostError } from '../lib/host-errors.js';
+import { PANEL_PORT } from '../lib/wire.js';
 
-export const PANEL_PORT = 'ferry-panel';
+export { PANEL_PORT };
 
 /** Extra time the host's own deadline gets before this side gives up locally. */
 export const LOCAL_GRACE_MS = 5_000;
@@ -29,10 +30,15 @@ export function noPanelError(what) {
   );
 }
 
-/** The reply shapes the host accepts; anything else is refused before it leaves. */
-export function validateAnswer(method, answer) {
+/**
+ * The reply shapes the host accepts; anything else is refused before it leaves.
+ * A lasting answer (lasting: true) only where the request offered one.
+ */
+export function validateAnswer(method, answer, params = {}) {
   if (method === 'ui.confirm') {
     if (typeof answer?.approved !== 'boolean') return 'a confirmation answer needs approved: true or false';
+    if (answer.lasting !== undefined && typeof answer.lasting !== 'boolean') return 'lasting must be true or false';
+    if (answer.lasting && !params?.lasting) return 'this request offers no lasting answer';
     return null;
   }
   if (method === 'ui.ask') {
@@ -158,7 +164,7 @@ export function createUiRouter({ client, timers = globalThis, logger = console, 
       port.post({ kind: 'answer_refused', call_id: callId, reason: 'expired' });
       return;
     }
-    const problem = validateAnswer(p.method, message.answer);
+    const problem = validateAnswer(p.method, message.answer, p.params);
     if (problem) {
       port.post({ kind: 'answer_refused', call_id: callId, reason: 'invalid', message: problem });
       return;

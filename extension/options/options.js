@@ -1,27 +1,20 @@
 // Options page: host status for now. Host and browser text is only ever
 // placed with textContent.
 
-import { STATUS_PORT } from '../background/routes.js';
 import { connectRuntime, runtimeId, sendRuntimeMessage } from '../lib/chrome-api.js';
-import { deserializeError } from '../lib/host-errors.js';
+import { byId as $, stepNodes } from '../lib/dom.js';
+import { hostRequest } from '../lib/host-request.js';
+import { STATUS_PORT } from '../lib/wire.js';
 import { localize, t } from '../lib/i18n.js';
 import { displayState, formatBytes, helpSteps, statusLabel } from './status-view.js';
 import { initSettings, onHostConnected } from './settings.js';
 import { initPrefs, loadPrefs } from './prefs.js';
 import { initWorkspace, loadWorkspace } from './workspace.js';
 
-const $ = (id) => document.getElementById(id);
-
 // Bumped whenever the connection changes, so a late host.info answer for an
 // earlier connection cannot overwrite what is shown now.
 let infoGeneration = 0;
 let shownConnection = false;
-
-async function hostRequest(method, params) {
-  const reply = await sendRuntimeMessage({ type: 'host.request', method, params });
-  if (!reply?.ok) throw deserializeError(reply?.error);
-  return reply.result;
-}
 
 function render(snapshot) {
   const shown = displayState(snapshot);
@@ -78,25 +71,7 @@ function showDetails(hello) {
 
 function renderHelp(steps) {
   const help = $('host-help');
-  const parts = [];
-  for (const step of steps) {
-    const p = document.createElement('p');
-    p.textContent = step.text;
-    parts.push(p);
-    if (step.command) {
-      const pre = document.createElement('pre');
-      const code = document.createElement('code');
-      code.textContent = step.command;
-      pre.append(code);
-      parts.push(pre);
-    }
-    if (step.detail) {
-      const detail = document.createElement('p');
-      detail.className = 'detail';
-      detail.textContent = step.detail;
-      parts.push(detail);
-    }
-  }
+  const parts = stepNodes(steps);
   help.replaceChildren(...parts);
   help.hidden = parts.length === 0;
 }

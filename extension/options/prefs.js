@@ -4,16 +4,9 @@
 // key is set. The host checks each value; its refusal is shown under the field.
 // Host text is placed with textContent only.
 
-import { sendRuntimeMessage } from '../lib/chrome-api.js';
-import { deserializeError } from '../lib/host-errors.js';
+import { hostRequest } from '../lib/host-request.js';
 import { t } from '../lib/i18n.js';
 import { askChoiceChanges, defaultText, displayValue, isChange, refusalText, settingValue, splitList, withOrigin } from './prefs-logic.js';
-
-async function hostRequest(method, params) {
-  const reply = await sendRuntimeMessage({ type: 'host.request', method, params });
-  if (!reply?.ok) throw deserializeError(reply?.error);
-  return reply.result;
-}
 
 /** key → {key, value, default, description, set}, as last read from the host. */
 let settings = new Map();

@@ -2,34 +2,14 @@
 // textContent only. The API key field is write-only: it is sent once with
 // providers.save and cleared; the host never returns a key, only key_set.
 
-import { sendRuntimeMessage } from '../lib/chrome-api.js';
-import { deserializeError } from '../lib/host-errors.js';
+import { byId as $, button as makeButton, el } from '../lib/dom.js';
+import { hostRequest } from '../lib/host-request.js';
 import { t } from '../lib/i18n.js';
 import {
   auditDurationMs, auditParams, exportFileName, providerFormValues, providerProblems, providerSaveParams,
 } from './settings-logic.js';
 
-const $ = (id) => document.getElementById(id);
-
-async function hostRequest(method, params, timeout) {
-  const reply = await sendRuntimeMessage({ type: 'host.request', method, params, timeout });
-  if (!reply?.ok) throw deserializeError(reply?.error);
-  return reply.result;
-}
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  return node;
-}
-
-function button(text, onClick, className = 'quiet small') {
-  const b = el('button', text, className);
-  b.type = 'button';
-  b.addEventListener('click', onClick);
-  return b;
-}
+const button = (text, onClick, className) => makeButton(text, onClick, { className });
 
 // ---------------------------------------------------------------- providers
 
@@ -56,10 +36,10 @@ function renderProviders() {
   $('provider-rows').replaceChildren(...providers.map((p) => {
     const tr = document.createElement('tr');
     const id = el('td');
-    id.append(el('strong', p.id));
-    if (p.default) id.append(' ', el('span', t('defaultBadge'), 'badge'));
+    id.append(el('strong', { text: p.id }));
+    if (p.default) id.append(' ', el('span', { text: t('defaultBadge'), className: 'badge' }));
     const model = el('td');
-    model.append(el('div', `${p.kind} · ${p.model}`), el('div', p.base_url, 'hint path'));
+    model.append(el('div', { text: `${p.kind} · ${p.model}` }), el('div', { text: p.base_url, className: 'hint path' }));
     const actions = el('td');
     actions.append(
       button(t('providerEditButton'), () => editProvider(p)),
@@ -67,7 +47,7 @@ function renderProviders() {
       ...(p.default ? [] : [button(t('providerMakeDefaultButton'), () => makeDefault(p))]),
       button(t('providerRemoveButton'), () => removeProvider(p), 'quiet small danger-text'),
     );
-    tr.append(id, model, el('td', keyText(p)), actions);
+    tr.append(id, model, el('td', { text: keyText(p) }), actions);
     return tr;
   }));
 }
@@ -177,9 +157,9 @@ async function searchAudit(e) {
       tr.className = row.success ? '' : 'failed';
       const when = new Date(row.time);
       tr.append(
-        el('td', Number.isNaN(when.getTime()) ? String(row.time ?? '') : when.toLocaleString(t('htmlLang'))),
-        el('td', row.tool ?? ''), el('td', row.origin ?? ''), el('td', row.code || (row.success ? 'OK' : '')),
-        el('td', String(auditDurationMs(row))),
+        el('td', { text: Number.isNaN(when.getTime()) ? String(row.time ?? '') : when.toLocaleString(t('htmlLang')) }),
+        el('td', { text: row.tool ?? '' }), el('td', { text: row.origin ?? '' }), el('td', { text: row.code || (row.success ? 'OK' : '') }),
+        el('td', { text: String(auditDurationMs(row)) }),
       );
       const show = () => {
         const detail = $('audit-detail');

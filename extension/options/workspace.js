@@ -2,34 +2,13 @@
 // download or delete a file, and the usage against the quota. Names and
 // contents come from the host and are placed with textContent only.
 
-import { sendRuntimeMessage } from '../lib/chrome-api.js';
-import { deserializeError } from '../lib/host-errors.js';
+import { byId as $, button as makeButton, el } from '../lib/dom.js';
+import { hostRequest } from '../lib/host-request.js';
 import { t } from '../lib/i18n.js';
 import { formatBytes } from './status-view.js';
 import { breadcrumb, downloadName, fileBytes, normalizeFolder, sortEntries, usageView } from './workspace-logic.js';
 
-const $ = (id) => document.getElementById(id);
-
-async function hostRequest(method, params, timeout) {
-  const reply = await sendRuntimeMessage({ type: 'host.request', method, params, timeout });
-  if (!reply?.ok) throw deserializeError(reply?.error);
-  return reply.result;
-}
-
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined) node.textContent = text;
-  if (className) node.className = className;
-  return node;
-}
-
-function button(text, onClick, label) {
-  const b = el('button', text, 'quiet small');
-  b.type = 'button';
-  if (label) b.setAttribute('aria-label', label);
-  b.addEventListener('click', onClick);
-  return b;
-}
+const button = (text, onClick, label) => makeButton(text, onClick, { label });
 
 const lang = () => t('htmlLang');
 let folder = '/';
@@ -81,14 +60,14 @@ async function openFolder(path) {
 function renderCrumbs() {
   const parts = [];
   for (const [i, c] of breadcrumb(folder).entries()) {
-    if (i > 0) parts.push(el('span', '/', 'sep'));
+    if (i > 0) parts.push(el('span', { text: '/', className: 'sep' }));
     const name = c.path === '/' ? t('workspaceRoot') : c.name;
     if (c.path === folder) {
-      const cur = el('span', name);
+      const cur = el('span', { text: name });
       cur.setAttribute('aria-current', 'location');
       parts.push(cur);
     } else {
-      const b = el('button', name, 'link');
+      const b = el('button', { text: name, className: 'link' });
       b.type = 'button';
       b.addEventListener('click', () => openFolder(c.path));
       parts.push(b);
@@ -102,15 +81,15 @@ function row(entry) {
   const nameCell = el('td');
   const isDir = entry.type === 'dir';
   if (isDir) {
-    const b = el('button', `${entry.name}/`, 'link');
+    const b = el('button', { text: `${entry.name}/`, className: 'link' });
     b.type = 'button';
     b.addEventListener('click', () => openFolder(entry.path));
     nameCell.append(b);
   } else {
-    nameCell.append(el('span', entry.name));
+    nameCell.append(el('span', { text: entry.name }));
   }
   const when = new Date(entry.modified);
-  const actions = el('td', undefined, 'actions-cell');
+  const actions = el('td', { className: 'actions-cell' });
   if (!isDir) {
     actions.append(
       button(t('workspaceView'), () => viewFile(entry.path), t('workspaceViewLabel', [entry.name])),
@@ -120,8 +99,8 @@ function row(entry) {
   actions.append(button(t('workspaceDelete'), () => deleteEntry(entry), t('workspaceDeleteLabel', [entry.name])));
   tr.append(
     nameCell,
-    el('td', formatBytes(entry.size, lang())),
-    el('td', Number.isNaN(when.getTime()) ? '' : when.toLocaleString(lang())),
+    el('td', { text: formatBytes(entry.size, lang()) }),
+    el('td', { text: Number.isNaN(when.getTime()) ? '' : when.toLocaleString(lang()) }),
     actions,
   );
   return tr;

@@ -130,6 +130,22 @@ describe('source rules', () => {
     }
   });
 
+  it('keeps pages apart from the worker, with one DOM helper and one host request helper', () => {
+    const imports = (file) => [...readFileSync(file, 'utf8').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => join(dirname(file), m[1]));
+    for (const dir of ['sidepanel', 'options']) {
+      for (const file of files(join(root, dir), '.js')) {
+        for (const target of imports(file)) {
+          assert.ok(!relative(root, target).startsWith(`background${'/'}`), `${relative(root, file)} imports the worker's ${relative(root, target)}`);
+        }
+      }
+    }
+    // Each helper is written once, in lib/, and imported everywhere else.
+    const defines = (name) => files(root, '.js').filter((f) =>
+      new RegExp(`^(export )?(async )?function ${name}\\(`, 'm').test(readFileSync(f, 'utf8'))).map((f) => relative(root, f));
+    assert.deepEqual(defines('el'), [join('lib', 'dom.js')]);
+    assert.deepEqual(defines('hostRequest'), [join('lib', 'host-request.js')]);
+  });
+
   it('gives the options page the ids the status code fills', () => {
     const html = readFileSync(join(root, 'options', 'options.html'), 'utf8');
     for (const id of ['host-status', 'host-status-text', 'host-version', 'host-protocol', 'host-data-dir', 'host-database', 'host-help', 'host-retry', 'extension-id']) {

@@ -113,6 +113,23 @@ describe('ui router', () => {
     assert.equal(validateAnswer('ui.ask', { answer: null, reason: 'declined' }), null);
   });
 
+  it('takes a lasting answer only where the request offered one', async () => {
+    const offer = { lasting: { scope: 'page_ask', origin: 'https://shop.example' } };
+    assert.equal(validateAnswer('ui.confirm', { approved: true, lasting: true }, offer), null);
+    assert.equal(validateAnswer('ui.confirm', { approved: false, lasting: true }, offer), null);
+    assert.equal(validateAnswer('ui.confirm', { approved: true, lasting: true }, {}), 'this request offers no lasting answer');
+    assert.equal(validateAnswer('ui.confirm', { approved: true, lasting: 'yes' }, offer), 'lasting must be true or false');
+    const { host, ui } = await setup();
+    const p = panel();
+    ui.openPanel(p.port);
+    host.deliver(confirmReq(9));
+    await flush();
+    p.send({ kind: 'answer', call_id: 'call-1', answer: { approved: true, lasting: true } });
+    await flush();
+    assert.equal(p.last('answer_refused').reason, 'invalid');
+    assert.equal(reply(host, 9), undefined, 'a grant nobody offered never reaches the host');
+  });
+
   it('takes the card down everywhere when one window answers; a late answer is refused', async () => {
     const { host, ui } = await setup();
     const a = panel();

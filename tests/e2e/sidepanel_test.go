@@ -63,9 +63,10 @@ func TestSidePanelChatWithConfirmation(t *testing.T) {
 	if !strings.Contains(card, "create_task") || !strings.Contains(card, "Compare <b>prices</b>") {
 		t.Errorf("confirmation card text: %q", card)
 	}
-	focused, _ := browsertest.Eval[bool](tab, `document.activeElement === document.querySelector('.prompt.confirm')`)
-	if !focused {
-		t.Errorf("the confirmation card does not have the focus")
+	// The card waits to be reached: it never takes the focus from where the person is.
+	stole, _ := browsertest.Eval[bool](tab, `document.querySelector('.prompt.confirm').contains(document.activeElement)`)
+	if stole {
+		t.Errorf("the confirmation card took the keyboard focus")
 	}
 	if err := chromedp.Do(tab, chromedp.Click(`.prompt.confirm button:not(.quiet)`)); err != nil {
 		t.Fatal(err)
@@ -176,10 +177,15 @@ func TestSidePanelAskUserAndMarkupInResults(t *testing.T) {
 	if !strings.Contains(q, "Which colour?") || !strings.Contains(q, "Green") {
 		t.Errorf("question card: %q", q)
 	}
-	// The keyboard way: the first option has the focus; arrow down picks the next.
+	// The question does not take the focus; Review, beside the composer, leads to
+	// its first option.
+	if stole, _ := browsertest.Eval[bool](tab, `document.querySelector('.prompt.ask').contains(document.activeElement)`); stole {
+		t.Errorf("the question took the keyboard focus")
+	}
+	s.click(tab, "#prompt-review")
 	focused, _ := browsertest.Eval[string](tab, `document.activeElement?.value ?? ''`)
 	if focused != "Red" {
-		t.Errorf("focus is on %q, want the first option", focused)
+		t.Errorf("after Review the focus is on %q, want the first option", focused)
 	}
 	s.click(tab, `.prompt.ask label.choice:nth-of-type(2)`)
 	s.click(tab, `.prompt.ask button[type=submit]`)
