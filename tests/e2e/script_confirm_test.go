@@ -17,14 +17,6 @@ import (
 	"github.com/ferryhq/ferry/tests/browsertest"
 )
 
-// scToolResult is tools.call's result.
-type scToolResult struct {
-	Success bool            `json:"success"`
-	Code    string          `json:"code"`
-	Reason  string          `json:"reason"`
-	Result  json.RawMessage `json:"result"`
-}
-
 func TestExecuteScriptConfirmation(t *testing.T) {
 	s := start(t, 90*time.Second)
 	srv := fixtureServer(t)
@@ -40,73 +32,17 @@ func TestExecuteScriptConfirmation(t *testing.T) {
 	}
 	panel := openPanel(t, s)
 
-	// park starts a tools.call in the worker without waiting for it: a page script
-	// waits for the person's answer in the panel.
-	seq := 0
-	park := func(args map[string]any) string {
-		t.Helper()
-		seq++
-		name := fmt.Sprintf("__scriptCall%d", seq)
-		p, _ := json.Marshal(map[string]any{"name": "execute_script", "arguments": args})
-		expr := `(globalThis.` + name + ` = {done: false}, ` + settle(`ferryHost.request('tools.call', `+string(p)+`, 60000)`) +
-			`.then(o => Object.assign(globalThis.` + name + `, o, {done: true})), true)`
-		if _, err := browsertest.Eval[bool](s.sw, expr); err != nil {
-			t.Fatal(err)
-		}
-		return name
-	}
-	// settled is the call's outcome once it is over.
-	settled := func(name string) (scToolResult, bool) {
-		t.Helper()
-		o, err := browsertest.Eval[struct {
-			outcome
-			Done bool `json:"done"`
-		}](s.sw, `globalThis.`+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !o.Done {
-			return scToolResult{}, false
-		}
-		if !o.OK {
-			t.Fatalf("tools.call execute_script rejected: %s: %s", o.Reason, o.Message)
-		}
-		var r scToolResult
-		if err := json.Unmarshal(o.Result, &r); err != nil {
-			t.Fatalf("tools.call result %s: %v", o.Result, err)
-		}
-		return r, true
-	}
-	wait := func(name string) scToolResult {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if r, ok := settled(name); ok {
-				return r
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never settled", name)
-			}
-			time.Sleep(30 * time.Millisecond)
-		}
-	}
+	park := func(args map[string]any) parked { return s.park("execute_script", args) }
+	wait := func(p parked) scToolResult { return p.wait(nil) }
 	// unasked waits for a call that must not ask: it settles with no card shown.
-	unasked := func(name string) scToolResult {
+	unasked := func(p parked) scToolResult {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if r, ok := settled(name); ok {
-				return r
-			}
+		return p.wait(func() {
 			if card, _ := browsertest.Eval[bool](panel, `document.querySelector('.prompt.confirm') !== null`); card {
 				text, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm').innerText`)
 				t.Fatalf("a confirmation card appeared for a script that must not ask:\n%s", text)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never settled", name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		})
 	}
 	title := func() string {
 		t.Helper()
@@ -138,7 +74,7 @@ func TestExecuteScriptConfirmation(t *testing.T) {
 		if dangerous, _ := browsertest.Eval[bool](panel, `document.querySelector('.prompt.confirm').classList.contains('dangerous')`); !dangerous {
 			t.Errorf("the card of a page script is not marked dangerous")
 		}
-		if r, ok := settled(call); ok {
+		if r, ok := call.settled(); ok {
 			t.Fatalf("the script call settled before anyone answered: %+v", r)
 		}
 		s.click(panel, `.prompt.confirm button:not(.quiet)`)
