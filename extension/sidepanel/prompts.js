@@ -92,15 +92,16 @@ function confirmCard(prompt, params) {
   who ? el('p', { className: 'requester', text: who }) : null,
   params.dangerous ? el('p', { className: 'error', text: t('dangerousWarning') }) : null,
   params.message ? el('p', { text: params.message }) : null,
-  el('p', { className: 'small page-line', title: params.page?.url ?? '' },
-    el('span', { className: 'muted', text: `${t('originLabel')} ` }), el('code', { text: origin || t('noOrigin') }),
-    title ? el('span', { className: 'muted', text: ` · ${title}` }) : null),
+  // A call on no page (a new tab, the workspace) has no page line.
+  origin ? el('p', { className: 'small page-line', title: params.page?.url ?? '' },
+    el('span', { className: 'muted', text: `${t('originLabel')} ` }), el('code', { text: origin }),
+    title ? el('span', { className: 'muted', text: ` · ${title}` }) : null) : null,
   flow ? el('p', { className: 'flow', text: flow }) : null,
+  lastingControls(prompt, params.lasting),
   args && args !== '{}' ? el('details', { open: true }, el('summary', { text: t('argumentsLabel') }), el('pre', {}, el('code', { text: args }))) : null,
   cd.node,
   el('p', { className: 'muted small', text: t('confirmKeysHint') }),
   el('div', { className: 'row end' }, reject, approve),
-  lastingControls(prompt, params.lasting),
   el('p', { className: 'refused error small', role: 'alert' }));
   card.countdown = cd;
   card.timeoutMs = params.timeout_ms;

@@ -353,10 +353,8 @@ func TestMCPServerWithBrowser(t *testing.T) {
 		}()
 		s.waitIn(panel, "confirmation card", `document.querySelector('.prompt.confirm') !== null`)
 		card, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm').innerText`)
-		// The card names the tool and its arguments. (It does not name the page's
-		// origin yet: the pipeline asks with the calling page's origin, and an MCP
-		// call comes from no page.)
-		if !strings.Contains(card, "add_task") || !strings.Contains(card, "经人确认的任务") {
+		// The card names the tool, its arguments, and who asks: an outside agent.
+		if !strings.Contains(card, "add_task") || !strings.Contains(card, "经人确认的任务") || !strings.Contains(card, "outside agent through ferry mcp") {
 			t.Errorf("confirmation card: %q", card)
 		}
 		select {

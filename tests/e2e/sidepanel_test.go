@@ -60,7 +60,7 @@ func TestSidePanelChatWithConfirmation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(card, "create_task") || !strings.Contains(card, "Compare <b>prices</b>") {
+	if !strings.Contains(card, "create_task") || !strings.Contains(card, "Compare <b>prices</b>") || !strings.Contains(card, "Asked by the agent") {
 		t.Errorf("confirmation card text: %q", card)
 	}
 	// The card waits to be reached: it never takes the focus from where the person is.

@@ -289,6 +289,7 @@ func TestPageAskFirstPromptNotAGrant(t *testing.T) {
 	s.typeInto(panel, "#input", "my own question")
 	first := ask()
 	card := cardShown("the page's first ask")
+	screenshot(t, panel, "sidepanel-ask-en.png")
 	for _, want := range []string{"Asked by the page " + origin, "Always allow " + origin, "Never allow " + origin} {
 		if !strings.Contains(card, want) {
 			t.Errorf("the ferry.ask card lacks %q:\n%s", want, card)
@@ -419,6 +420,7 @@ func TestPrivateDestinationsOfBrowserTools(t *testing.T) {
 	deny := s.park("open_tab", map[string]any{"url": srv.at("127.0.0.1", "/page?n=denied")})
 	s.waitIn(panel, "card", `document.querySelector('.prompt.confirm') !== null`)
 	card, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm').innerText`)
+	screenshot(t, panel, "sidepanel-private-en.png")
 	for _, want := range []string{"open_tab", "loopback", "browser.allow_private_hosts"} {
 		if !strings.Contains(card, want) {
 			t.Errorf("the card lacks %q:\n%s", want, card)
