@@ -10,6 +10,7 @@ package e2e
 // setting holds no grant.
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -85,12 +86,44 @@ func (ts *trustServer) got(path string) bool {
 	return false
 }
 
-func TestScriptApprovalRacesNavigation(t *testing.T) {
-	s := start(t, 90*time.Second)
+// TestTrustBoundary runs the findings that need the host, the panel and pages in
+// one browser, in an order that leaves each the settings it expects.
+func TestTrustBoundary(t *testing.T) {
+	s := start(t, 240*time.Second)
 	srv := newTrustServer(t)
+	fake := fakeProvider(t, s, "Noted.")
+	var panel context.Context
+	run := func(name string, f func(t *testing.T)) {
+		ok := t.Run(name, func(t *testing.T) {
+			s.t = t
+			f(t)
+			if panel != nil {
+				s.waitUpTo(panel, 10*time.Second, "no card left", `document.querySelector('.prompt') === null`)
+			}
+		})
+		s.t = t
+		if !ok && panel == nil {
+			t.FailNow()
+		}
+	}
+	file := filepath.Join(browsertest.TempDir(t, "ferry-e2e-file-"), "secret.html")
+	if err := os.WriteFile(file, []byte("<title>secret</title>"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fileURL := "file://" + file
+	run("file:// and loopback destinations with nobody to ask", func(t *testing.T) { privateDestinationsUnasked(t, s, srv, fileURL) })
+	// The panel belongs to the whole test (a subtest's would close with it).
+	panel = openPanel(t, s)
+	run("file:// and loopback destinations asked about", func(t *testing.T) { privateDestinationsAsked(t, s, srv, panel, fileURL) })
+	run("open_tab with a tab_id while navigation is off", func(t *testing.T) { openTabWhileNavigationIsOff(t, s, srv) })
+	run("an execute_script approval racing a navigation", func(t *testing.T) { scriptApprovalRacesNavigation(t, s, srv, panel) })
+	run("Enter in the composer while a card appears", func(t *testing.T) { enterInComposer(t, s, srv, fake, panel) })
+	run("ferry.ask's first prompt is no grant", func(t *testing.T) { pageAskFirstPromptNotAGrant(t, s, srv, panel) })
+}
+
+func scriptApprovalRacesNavigation(t *testing.T, s *session, srv *trustServer, panel context.Context) {
 	first := srv.at("127.0.0.1", "/page?n=approved")
 	page, tab := s.openTab(first)
-	panel := openPanel(t, s)
 
 	call := s.park("execute_script", map[string]any{"target": "page", "tab_id": tab,
 		"code": `fetch('/hit?by=script'); window.ran.push(location.origin); document.title = 'script ran'; return location.origin`})
@@ -194,12 +227,8 @@ func fakeProvider(t *testing.T, s *session, answer string) *modeltest.Server {
 	return fake
 }
 
-func TestEnterInComposerDoesNotApprove(t *testing.T) {
-	s := start(t, 90*time.Second)
-	srv := newTrustServer(t)
-	fake := fakeProvider(t, s, "Noted.")
+func enterInComposer(t *testing.T, s *session, srv *trustServer, fake *modeltest.Server, panel context.Context) {
 	page, tab := s.openTab(srv.at("127.0.0.1", "/page?n=mine"))
-	panel := openPanel(t, s)
 
 	// The person is typing a message when the card appears.
 	s.typeInto(panel, "#input", "hello")
@@ -251,13 +280,11 @@ func TestEnterInComposerDoesNotApprove(t *testing.T) {
 	s.waitIn(panel, "focus back in the composer", `document.activeElement.id === 'input' && document.querySelector('.prompt') === null`)
 }
 
-func TestPageAskFirstPromptNotAGrant(t *testing.T) {
-	s := start(t, 120*time.Second)
-	srv := newTrustServer(t)
-	fakeProvider(t, s, "Noted.")
+func pageAskFirstPromptNotAGrant(t *testing.T, s *session, srv *trustServer, panel context.Context) {
 	origin := srv.at("127.0.0.1", "")
 	page, _ := s.openTab(origin + "/page?n=asker")
-	panel := openPanel(t, s)
+	var set map[string]any
+	defer s.must("settings.set", map[string]any{"key": "pages.ask_allowed_origins", "value": nil}, &set)
 
 	seq := 0
 	ask := func() string {
@@ -347,9 +374,7 @@ func TestPageAskFirstPromptNotAGrant(t *testing.T) {
 	}
 }
 
-func TestOpenTabWithTabIDWhileNavigationIsOff(t *testing.T) {
-	s := start(t, 90*time.Second)
-	srv := newTrustServer(t)
+func openTabWhileNavigationIsOff(t *testing.T, s *session, srv *trustServer) {
 	mine := srv.at("127.0.0.1", "/page?n=mine")
 	page, tab := s.openTab(mine)
 	elsewhere := srv.at("127.0.0.1", "/page?n=elsewhere")
@@ -368,6 +393,7 @@ func TestOpenTabWithTabIDWhileNavigationIsOff(t *testing.T) {
 	// Allowed: the same call navigates the tab.
 	var set map[string]any
 	s.must("settings.set", map[string]any{"key": "browser.allow_navigate", "value": "true"}, &set)
+	defer s.must("settings.set", map[string]any{"key": "browser.allow_navigate", "value": nil}, &set)
 	s.must("tools.call", map[string]any{"name": "open_tab", "arguments": map[string]any{"url": elsewhere, "tab_id": tab}}, &r)
 	if !r.Success {
 		t.Fatalf("with browser.allow_navigate: %+v", r)
@@ -375,48 +401,45 @@ func TestOpenTabWithTabIDWhileNavigationIsOff(t *testing.T) {
 	s.waitIn(page, "the tab navigated", `document.title === 'elsewhere'`)
 }
 
-func TestPrivateDestinationsOfBrowserTools(t *testing.T) {
-	s := start(t, 120*time.Second)
-	srv := newTrustServer(t)
+// privateDestinationsUnasked runs before any side panel is open: nobody can approve,
+// so nothing opens.
+func privateDestinationsUnasked(t *testing.T, s *session, srv *trustServer, fileURL string) {
 	var set map[string]any
-	// Nothing private is allowed here (the harness allows 127.0.0.1).
+	// Nothing private is allowed from here on (the harness allows 127.0.0.1).
 	s.must("settings.set", map[string]any{"key": "browser.allow_private_hosts", "value": nil}, &set)
-	file := filepath.Join(browsertest.TempDir(t, "ferry-e2e-file-"), "secret.html")
-	if err := os.WriteFile(file, []byte("<title>secret</title>"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fileURL := "file://" + file
-	tabsWith := func(url string) int {
-		t.Helper()
-		n, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => ts.filter(t => (t.url || t.pendingUrl) === %q).length)`, url))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	open := func(url string) scToolResult {
-		t.Helper()
-		var r scToolResult
-		s.must("tools.call", map[string]any{"name": "open_tab", "arguments": map[string]any{"url": url}}, &r)
-		return r
-	}
-
-	// No side panel open: nobody can approve, so nothing opens.
 	for _, u := range []string{srv.at("127.0.0.1", "/page?n=loopback"), srv.at("localhost", "/page?n=localhost"), fileURL} {
-		if r := open(u); r.Success || r.Code != "USER_REJECTED" {
+		var r scToolResult
+		s.must("tools.call", map[string]any{"name": "open_tab", "arguments": map[string]any{"url": u}}, &r)
+		if r.Success || r.Code != "USER_REJECTED" {
 			t.Errorf("open_tab %s with nobody to ask: %+v", u, r)
 		}
-		if n := tabsWith(u); n != 0 {
+		if n := tabsWith(s, u); n != 0 {
 			t.Errorf("%s opened in %d tabs", u, n)
 		}
 	}
 	if srv.got("n=loopback") || srv.got("n=localhost") {
 		t.Fatal("the server was asked for a page nobody approved")
 	}
+}
 
-	// With the panel: the card says what the destination is; Deny keeps it shut,
-	// Allow opens it.
-	panel := openPanel(t, s)
+// tabsWith is how many tabs show url.
+func tabsWith(s *session, url string) int {
+	s.t.Helper()
+	n, err := browsertest.Eval[int](s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => ts.filter(t => (t.url || t.pendingUrl) === %q).length)`, url))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// privateDestinationsAsked: with the panel open the card says what the destination
+// is; Deny keeps it shut, Allow opens it, and the setting's names open unasked.
+func privateDestinationsAsked(t *testing.T, s *session, srv *trustServer, panel context.Context, fileURL string) {
+	var set map[string]any
+	tabsWith := func(url string) int {
+		t.Helper()
+		return tabsWith(s, url)
+	}
 	deny := s.park("open_tab", map[string]any{"url": srv.at("127.0.0.1", "/page?n=denied")})
 	s.waitIn(panel, "card", `document.querySelector('.prompt.confirm') !== null`)
 	card, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm').innerText`)
@@ -439,6 +462,7 @@ func TestPrivateDestinationsOfBrowserTools(t *testing.T) {
 
 	// browser_navigate is a write and asks the same way for file://.
 	s.must("settings.set", map[string]any{"key": "browser.allow_navigate", "value": "true"}, &set)
+	defer s.must("settings.set", map[string]any{"key": "browser.allow_navigate", "value": nil}, &set)
 	_, tab := s.openTab(srv.at("127.0.0.1", "/page?n=start"))
 	nav := s.park("browser_navigate", map[string]any{"url": fileURL, "tab_id": tab})
 	s.waitIn(panel, "card for the file", `document.querySelector('.prompt.confirm') !== null`)
