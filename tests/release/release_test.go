@@ -1,4 +1,7 @@
-package e2e
+// Package release tests scripts/release end to end. It is a package of its own, apart
+// from the browser tests, because its six cross-builds are the slowest thing the
+// suite does and should neither share nor eat their time budget.
+package release
 
 // scripts/release as a maintainer runs it, and its linux/amd64 archive as a person
 // without Go uses it: unpacked into a folder of its own, its `ferry install` registers
@@ -17,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -87,7 +91,7 @@ func TestRelease(t *testing.T) {
 		t.Errorf("two releases of the same commit differ:\n%s\n---\n%s", sums, b)
 	}
 	// The Windows archive carries ferry.exe.
-	if names := zipNames(t, filepath.Join(out, "ferry_"+releaseVersion+"_windows_arm64.zip")); !contains(names, "ferry_"+releaseVersion+"_windows_arm64/ferry.exe") {
+	if names := zipNames(t, filepath.Join(out, "ferry_"+releaseVersion+"_windows_arm64.zip")); !slices.Contains(names, "ferry_"+releaseVersion+"_windows_arm64/ferry.exe") {
 		t.Errorf("windows archive: %v", names)
 	}
 	// The store's zip has no key; the unpacked one keeps it, so its ID is the pinned one.
