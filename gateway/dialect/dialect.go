@@ -301,27 +301,44 @@ type Model struct {
 	Owner   string
 }
 
+// RequestIDHeader is the response header a dialect's SDKs read the request's id
+// from.
+func RequestIDHeader(d Dialect) string {
+	if d == Anthropic {
+		return "Request-Id"
+	}
+	return "X-Request-Id"
+}
+
+func modelObject(d Dialect, m Model) map[string]any {
+	if d == Anthropic {
+		return map[string]any{"type": "model", "id": m.ID, "display_name": m.ID, "created_at": jsonTime(m.Created)}
+	}
+	return map[string]any{"id": m.ID, "object": "model", "created": m.Created, "owned_by": m.Owner}
+}
+
 // Models is the body of GET /v1/models in dialect d.
 func Models(d Dialect, ms []Model) []byte {
+	data := make([]any, 0, len(ms))
+	for _, m := range ms {
+		data = append(data, modelObject(d, m))
+	}
 	var v any
 	if d == Anthropic {
-		data := make([]any, 0, len(ms))
-		for _, m := range ms {
-			data = append(data, map[string]any{"type": "model", "id": m.ID, "display_name": m.ID,
-				"created_at": jsonTime(m.Created)})
-		}
 		var first, last any
 		if len(ms) > 0 {
 			first, last = ms[0].ID, ms[len(ms)-1].ID
 		}
 		v = map[string]any{"data": data, "has_more": false, "first_id": first, "last_id": last}
 	} else {
-		data := make([]any, 0, len(ms))
-		for _, m := range ms {
-			data = append(data, map[string]any{"id": m.ID, "object": "model", "created": m.Created, "owned_by": m.Owner})
-		}
 		v = map[string]any{"object": "list", "data": data}
 	}
 	b, _ := json.Marshal(v)
+	return b
+}
+
+// ModelBody is the body of GET /v1/models/{model} in dialect d.
+func ModelBody(d Dialect, m Model) []byte {
+	b, _ := json.Marshal(modelObject(d, m))
 	return b
 }

@@ -132,6 +132,7 @@ func (p *Proxy) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, dialect.OpenAI) })
 	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, dialect.Anthropic) })
 	mux.HandleFunc("GET /v1/models", p.models)
+	mux.HandleFunc("GET /v1/models/{model...}", p.model)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		d := clientDialect(r)
 		writeError(w, d, dialect.KindNotFound, fmt.Sprintf("%s %s is not an endpoint of this gateway: it serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models", r.Method, r.URL.Path), 0)
@@ -157,13 +158,23 @@ func writeErrorStatus(w http.ResponseWriter, d dialect.Dialect, k dialect.Kind, 
 	h.Set("Content-Type", "application/json")
 	if retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int((retryAfter+time.Second-1)/time.Second)))
+		// The vendors' SDKs prefer this one when present: the wait to the
+		// millisecond rather than rounded up to the second.
+		h.Set("Retry-After-Ms", strconv.FormatInt(retryAfter.Milliseconds(), 10))
 	}
 	w.WriteHeader(status)
 	w.Write(dialect.ErrorBody(d, k, msg))
 }
 
-func (p *Proxy) models(w http.ResponseWriter, r *http.Request) {
-	d := clientDialect(r)
+// dontRetry tells the vendors' SDKs not to retry an error that the next few
+// seconds will not mend: without it they retry every 429, and sleep out its
+// Retry-After however long it is (a used-up daily quota's runs to midnight).
+func dontRetry(w http.ResponseWriter) { w.Header().Set("X-Should-Retry", "false") }
+
+// modelsFor authenticates a models request and lists the models its user may
+// call; ok is false when it has answered with an error.
+func (p *Proxy) modelsFor(w http.ResponseWriter, r *http.Request) (d dialect.Dialect, ms []dialect.Model, ok bool) {
+	d = clientDialect(r)
 	snap := p.Snapshot()
 	u, err := snap.Authenticate(auth.Credential(r.Header))
 	if err != nil {
@@ -172,9 +183,8 @@ func (p *Proxy) models(w http.ResponseWriter, r *http.Request) {
 			k = dialect.KindForbidden
 		}
 		writeError(w, d, k, err.Error(), 0)
-		return
+		return d, nil, false
 	}
-	var ms []dialect.Model
 	for _, rt := range snap.ModelsFor(u) {
 		owner := "ferry-gateway"
 		if up := snap.Upstreams[rt.Upstream]; up != nil {
@@ -182,8 +192,34 @@ func (p *Proxy) models(w http.ResponseWriter, r *http.Request) {
 		}
 		ms = append(ms, dialect.Model{ID: rt.Model, Created: rt.CreatedAt.Unix(), Owner: owner})
 	}
+	return d, ms, true
+}
+
+func (p *Proxy) models(w http.ResponseWriter, r *http.Request) {
+	d, ms, ok := p.modelsFor(w, r)
+	if !ok {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(dialect.Models(d, ms))
+}
+
+// model answers GET /v1/models/{model}: one model of the list (the SDKs'
+// models.retrieve), or 404 for a model the user may not call or that has no route.
+func (p *Proxy) model(w http.ResponseWriter, r *http.Request) {
+	d, ms, ok := p.modelsFor(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("model")
+	for _, m := range ms {
+		if m.ID == id {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(dialect.ModelBody(d, m))
+			return
+		}
+	}
+	writeError(w, d, dialect.KindNotFound, fmt.Sprintf("model %q is not one you may call; GET /v1/models lists those you may", clip(id, 200)), 0)
 }
 
 // call is one model request on its way through.
@@ -210,6 +246,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 	c := &call{p: p, w: w, r: r, d: d, snap: p.Snapshot(), start: p.Now()}
 	c.rec = store.Request{ID: store.NewID(c.start), Time: c.start.UTC(), Dialect: string(d), TraceID: traceID(r.Header), Client: clientIP(r)}
 	w.Header().Set(RequestIDHeader, c.rec.ID)
+	// The SDKs show this as the request's id (in errors too): the audit row's.
+	w.Header().Set(dialect.RequestIDHeader(d), c.rec.ID)
 	p.m.active.Add(1)
 	defer p.m.active.Add(-1)
 	c.run()
@@ -330,14 +368,17 @@ func (c *call) admit() bool {
 	err := c.p.store.Reserve(c.r.Context(), c.res)
 	var ref *store.Refused
 	if errors.As(err, &ref) {
-		msg, rate, wait := quota.Refusal(ref, c.start)
+		why := quota.Explain(ref, c.start)
 		k, what := dialect.KindQuota, "tokens"
-		if rate {
+		if why.Rate {
 			k, what = dialect.KindRateLimit, "requests"
 		}
 		c.p.m.refusals.Inc(what)
 		c.res = nil
-		c.fail(k, msg, wait)
+		if why.UsedUp {
+			dontRetry(c.w)
+		}
+		c.fail(k, why.Msg, why.RetryAfter)
 		return false
 	}
 	if err != nil {
@@ -358,11 +399,27 @@ type attemptError struct {
 	msg      string
 	fallback bool // the next upstream may succeed
 	reason   string
+	final    bool // retrying soon will not help: the client is told not to
 	// passthrough is the upstream's own error response, in the client's dialect,
-	// given to the client as it came when no fallback is left.
-	status     int
-	body       []byte
-	retryAfter string
+	// given to the client as it came when no fallback is left, with the
+	// upstream's advice on retrying.
+	status int
+	body   []byte
+	advice http.Header
+}
+
+// adviceHeaders are an upstream's headers on when to retry, which the vendors'
+// SDKs read: passed on with the upstream's error.
+var adviceHeaders = []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry"}
+
+func advice(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range adviceHeaders {
+		if v := h.Get(k); v != "" {
+			out.Set(k, v)
+		}
+	}
+	return out
 }
 
 func (c *call) forward(route *store.Route) {
@@ -423,13 +480,16 @@ func (c *call) forward(route *store.Route) {
 		c.rec.Status, c.rec.Error = last.status, clip(last.msg, 500)
 		h := c.w.Header()
 		h.Set("Content-Type", "application/json")
-		if last.retryAfter != "" {
-			h.Set("Retry-After", last.retryAfter)
+		for k, v := range last.advice {
+			h[k] = v
 		}
 		c.w.WriteHeader(last.status)
 		c.w.Write(last.body)
 		c.wrote = true
 		return
+	}
+	if last.final {
+		dontRetry(c.w)
 	}
 	c.fail(last.kind, last.msg, 0)
 }
@@ -525,12 +585,12 @@ func (c *call) upstreamStatus(up *store.Upstream, resp *http.Response) *attemptE
 	switch {
 	case st == 401 || st == 403:
 		// The gateway's key, not the client's token: the client cannot fix it.
-		e.kind, e.fallback = dialect.KindUpstream, true
+		e.kind, e.fallback, e.final = dialect.KindUpstream, true, true
 		e.msg = fmt.Sprintf("upstream %q refused the gateway's key (HTTP %d: %s); a gateway admin must update it with: ferry gateway upstream add %s … --api-key-stdin", up.Name, st, vendorMsg, up.Name)
 	case st == 429:
 		e.kind, e.fallback = dialect.KindRateLimit, true
 		e.msg = fmt.Sprintf("upstream %q is rate limiting the gateway: %s", up.Name, vendorMsg)
-		e.status, e.body, e.retryAfter = st, b, resp.Header.Get("Retry-After")
+		e.status, e.body, e.advice = st, b, advice(resp.Header)
 		if !json200ish(b) {
 			e.body = dialect.ErrorBody(c.d, dialect.KindRateLimit, e.msg)
 		}
@@ -543,7 +603,7 @@ func (c *call) upstreamStatus(up *store.Upstream, resp *http.Response) *attemptE
 		if st == 503 || st == 529 {
 			// Overloaded: passed on as it is, for the client's SDK to back off.
 			e.kind = dialect.KindOverloaded
-			e.status, e.body, e.retryAfter = st, b, resp.Header.Get("Retry-After")
+			e.status, e.body, e.advice = st, b, advice(resp.Header)
 			if !json200ish(b) {
 				e.body = dialect.ErrorBody(c.d, dialect.KindOverloaded, e.msg)
 			}

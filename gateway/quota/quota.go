@@ -56,10 +56,21 @@ func (l Limits) Claims(now time.Time, hold int64) []store.Claim {
 	return cs
 }
 
-// Refusal explains a refused claim: the message for the client, whether it was
-// the request rate (rather than the day's tokens), and the wait until its
-// counter's window turns.
-func Refusal(r *store.Refused, now time.Time) (msg string, rate bool, retryAfter time.Duration) {
+// Refusal is why a request was refused, for the client.
+type Refusal struct {
+	Msg string
+	// Rate: the requests-a-minute limit, rather than the day's tokens.
+	Rate bool
+	// RetryAfter is the wait until the counter has room again: its window's turn,
+	// or a few seconds when requests in flight hold the room.
+	RetryAfter time.Duration
+	// UsedUp: the day's tokens are spent; nothing frees before midnight UTC, so
+	// a client should not retry on its own.
+	UsedUp bool
+}
+
+// Explain says why a claim was refused at now.
+func Explain(r *store.Refused, now time.Time) Refusal {
 	c := r.Claim
 	who := "your"
 	if len(c.Scope) > 5 && c.Scope[:5] == "team:" {
@@ -67,14 +78,15 @@ func Refusal(r *store.Refused, now time.Time) (msg string, rate bool, retryAfter
 	}
 	if c.Count {
 		next := time.Unix((store.Minute(now)+1)*60, 0)
-		return fmt.Sprintf("%s limit of %d requests a minute is reached; try again in %d s", who, c.Limit, int(next.Sub(now).Seconds())+1), true, next.Sub(now)
+		return Refusal{Msg: fmt.Sprintf("%s limit of %d requests a minute is reached; try again in %d s", who, c.Limit, int(next.Sub(now).Seconds())+1),
+			Rate: true, RetryAfter: next.Sub(now)}
 	}
 	if r.Used < c.Limit {
 		// The room left is held by requests in flight; it frees as they end.
-		return fmt.Sprintf("%s daily quota of %d tokens is held by requests in flight (%d used, %d held); try again in a few seconds",
-			who, c.Limit, r.Used, r.Reserved), false, 2 * time.Second
+		return Refusal{Msg: fmt.Sprintf("%s daily quota of %d tokens is held by requests in flight (%d used, %d held); try again in a few seconds",
+			who, c.Limit, r.Used, r.Reserved), RetryAfter: 2 * time.Second}
 	}
 	next := store.DayStart(store.Day(now) + 1)
-	return fmt.Sprintf("%s daily quota of %d tokens is used up (%d used); it renews at %s UTC",
-		who, c.Limit, r.Used, next.Format("2006-01-02 15:04")), false, next.Sub(now)
+	return Refusal{Msg: fmt.Sprintf("%s daily quota of %d tokens is used up (%d used); it renews at %s UTC",
+		who, c.Limit, r.Used, next.Format("2006-01-02 15:04")), RetryAfter: next.Sub(now), UsedUp: true}
 }
