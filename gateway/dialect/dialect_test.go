@@ -118,3 +118,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestModelsShapes: the list and one model, as each vendor's SDK pages and reads
+// them; the request id in the header each SDK reads.
+func TestModelsShapes(t *testing.T) {
+	m := Model{ID: "gpt", Created: 1700000000, Owner: "openai"}
+	for d, want := range map[Dialect][2]string{
+		OpenAI:    {`{"data":[{"created":1700000000,"id":"gpt","object":"model","owned_by":"openai"}],"object":"list"}`, `{"created":1700000000,"id":"gpt","object":"model","owned_by":"openai"}`},
+		Anthropic: {`{"data":[{"created_at":"2023-11-14T22:13:20Z","display_name":"gpt","id":"gpt","type":"model"}],"first_id":"gpt","has_more":false,"last_id":"gpt"}`, `{"created_at":"2023-11-14T22:13:20Z","display_name":"gpt","id":"gpt","type":"model"}`},
+	} {
+		if got := string(Models(d, []Model{m})); got != want[0] {
+			t.Errorf("%s list: %s", d, got)
+		}
+		if got := string(ModelBody(d, m)); got != want[1] {
+			t.Errorf("%s model: %s", d, got)
+		}
+	}
+	if RequestIDHeader(OpenAI) != "X-Request-Id" || RequestIDHeader(Anthropic) != "Request-Id" {
+		t.Error("request id headers")
+	}
+}
