@@ -48,14 +48,26 @@ function describe(e, sdk) {
   };
 }
 
+// Cases both SDKs run alike.
+const common = {
+  // models: the list as the SDK pages it, and one model.
+  async models(a, ctx, sdk) {
+    const c = sdk.client(a, ctx);
+    const ids = [];
+    for await (const m of c.models.list()) ids.push(m.id);
+    const one = await c.models.retrieve(a.retrieve);
+    return { ids, retrieved: one.id };
+  },
+};
+
 async function run(cmd) {
   const sdk = sdks[cmd.sdk];
-  const fn = sdk && sdk.cases[cmd.case];
+  const fn = sdk && (sdk.cases[cmd.case] || common[cmd.case]);
   if (!fn) return { error: { class: 'NoSuchCase', message: `no case ${cmd.sdk}.${cmd.case}` } };
   const rec = recorder();
   const partial = {};
   try {
-    const out = await fn(cmd.args || {}, { fetch: rec.fetchFn, partial });
+    const out = await fn(cmd.args || {}, { fetch: rec.fetchFn, partial }, sdk);
     return { ...out, attempts: rec.attempts, sent_headers: rec.sent() };
   } catch (e) {
     return { error: describe(e, sdk), partial, attempts: rec.attempts, sent_headers: rec.sent() };
