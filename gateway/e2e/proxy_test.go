@@ -428,6 +428,11 @@ func TestUpstreamFailures(t *testing.T) {
 			if _, msg := errorOf(t, d, body); resp.StatusCode != 502 || !strings.Contains(msg, "refused the gateway's key") {
 				t.Errorf("upstream 401: %d %s", resp.StatusCode, body)
 			}
+			// Retrying in a second will not mend the gateway's key: the SDKs are
+			// told not to.
+			if v := resp.Header.Get("X-Should-Retry"); v != "false" {
+				t.Errorf("upstream 401: X-Should-Retry %q", v)
+			}
 
 			// A stream that breaks after it began: no fallback (the client has
 			// bytes), the stream ends with the dialect's error event.

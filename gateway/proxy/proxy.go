@@ -135,7 +135,7 @@ func (p *Proxy) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/models/{model...}", p.model)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		d := clientDialect(r)
-		writeError(w, d, dialect.KindNotFound, fmt.Sprintf("%s %s is not an endpoint of this gateway: it serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models", r.Method, r.URL.Path), 0)
+		writeError(w, d, dialect.KindNotFound, fmt.Sprintf("%s %s is not an endpoint of this gateway: it serves POST /v1/chat/completions, POST /v1/messages, GET /v1/models and GET /v1/models/{model}", r.Method, r.URL.Path), 0)
 	})
 	return mux
 }
