@@ -3,52 +3,15 @@ package storage
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
-)
-
-// Settings the workspace reads from the settings table inside each write transaction,
-// so that `ferry config set` takes effect at once in every host process sharing the
-// database. host/workspace registers them with their descriptions and checks.
-const (
-	SettingWorkspaceQuota        = "workspace.quota_bytes"
-	SettingWorkspaceVersionsKept = "workspace.versions_kept"
-
-	DefaultWorkspaceQuota        int64 = 100 << 20
-	DefaultWorkspaceVersionsKept       = 5
-	// MaxWorkspaceVersionsKept bounds the history: each kept version is a full copy.
-	MaxWorkspaceVersionsKept = 100
-)
-
-// Path limits. They are generous for real names and keep a hostile caller from
-// making every lookup and listing handle megabyte-long keys.
-const (
-	MaxPathBytes    = 1024
-	MaxSegmentBytes = 255
-)
-
-// Path refusals. Each says what was wrong and what to do instead, because the model
-// reads them and should be able to correct its call.
-var (
-	ErrPathEscapes      = NewError(Invalid, `".." climbs above the workspace root; paths are relative to the root and cannot leave it`)
-	ErrPathNUL          = NewError(Invalid, "path contains a NUL byte, which no file name may hold")
-	ErrPathControl      = NewError(Invalid, "path contains a control character (newline, tab, escape, …); use printable characters only")
-	ErrPathBackslash    = NewError(Invalid, `path contains a backslash: separate folders with "/" (a backslash separates folders on Windows but is an ordinary character elsewhere, so the path would mean different things on different systems)`)
-	ErrPathNotUTF8      = NewError(Invalid, "path is not valid UTF-8")
-	ErrPathTooLong      = NewError(Invalid, "path is longer than %d bytes; use shorter folder or file names", MaxPathBytes)
-	ErrSegmentTooLong   = NewError(Invalid, "a file or folder name in the path is longer than %d bytes; shorten it", MaxSegmentBytes)
-	ErrPathEmptySegment = NewError(Invalid, "path has a file or folder name made only of spaces; give it a visible name")
-	ErrPathIsRoot       = NewError(Invalid, `path names the workspace root ("/"), not a file; give a file path such as "/notes.txt"`)
 )
 
 // Workspace state refusals.
@@ -62,74 +25,6 @@ var (
 	ErrNoSuchVersion       = NewError(NotFound, "no such version of the file")
 	ErrBadWorkspaceSetting = NewError(Conflict, "a workspace setting holds an invalid value")
 )
-
-// CleanPath turns a workspace path into its canonical form: forward slashes, a leading
-// "/", no "." or ".." segments, no repeated or trailing slash; "" and "/" are the root.
-// Names are case-sensitive, so "/A" and "/a" are different files. A path that would
-// climb above the root (even in the middle: "a/../../b") is refused rather than
-// clamped, because silently writing somewhere other than where the caller asked is
-// worse than an error.
-func CleanPath(p string) (string, error) {
-	if len(p) > MaxPathBytes {
-		return "", ErrPathTooLong
-	}
-	if !utf8.ValidString(p) {
-		return "", ErrPathNotUTF8
-	}
-	for _, r := range p {
-		switch {
-		case r == 0:
-			return "", ErrPathNUL
-		case r == '\\':
-			return "", ErrPathBackslash
-		case unicode.IsControl(r):
-			return "", ErrPathControl
-		}
-	}
-	var segs []string
-	for seg := range strings.SplitSeq(p, "/") {
-		switch {
-		case seg == "" || seg == ".":
-		case seg == "..":
-			if len(segs) == 0 {
-				return "", ErrPathEscapes
-			}
-			segs = segs[:len(segs)-1]
-		case strings.TrimSpace(seg) == "":
-			return "", ErrPathEmptySegment
-		case len(seg) > MaxSegmentBytes:
-			return "", ErrSegmentTooLong
-		default:
-			segs = append(segs, seg)
-		}
-	}
-	out := "/" + strings.Join(segs, "/")
-	if len(out) > MaxPathBytes {
-		return "", ErrPathTooLong
-	}
-	return out, nil
-}
-
-func cleanFilePath(p string) (string, error) {
-	c, err := CleanPath(p)
-	if err != nil {
-		return "", fmt.Errorf("workspace path %q: %w", p, err)
-	}
-	if c == "/" {
-		return "", fmt.Errorf("workspace path %q: %w", p, ErrPathIsRoot)
-	}
-	return c, nil
-}
-
-// pathRange returns the bounds of every path below folder dir (canonical), for a range
-// scan on the path index: "/a/" < every "/a/…" < "/a0", since "0" follows "/" in
-// byte order and SQLite compares TEXT bytewise.
-func pathRange(dir string) (lo, hi string) {
-	if dir == "/" {
-		return "/", "0"
-	}
-	return dir + "/", dir + "0"
-}
 
 // FileInfo describes a workspace file without its content.
 type FileInfo struct {
@@ -183,99 +78,6 @@ func DetectMIME(name string, content []byte) string {
 		return "text/plain; charset=utf-8"
 	}
 	return http.DetectContentType(content)
-}
-
-// writeState is what a write needs to know before it changes anything, read inside
-// its transaction so that the checks hold when it commits.
-type writeState struct {
-	quota      int64
-	keep       int
-	used       int64  // bytes of current files (workspace_usage)
-	isFolder   bool   // files exist under the path
-	parentFile string // an ancestor of the path that is a file, if any
-	// the file at the path, when exists
-	exists  bool
-	id      int64
-	size    int64
-	version int64
-	created string
-}
-
-// The settings, usage, folder and parent checks and the current row in one
-// statement: a write's cost is mostly per statement (parse, step, driver round trip),
-// and this keeps a write at four (begin, this, change, commit).
-const writeStateQuery = `SELECT
-	(SELECT value FROM settings WHERE key = ?1),
-	(SELECT value FROM settings WHERE key = ?2),
-	(SELECT bytes FROM workspace_usage WHERE id = 1),
-	EXISTS (SELECT 1 FROM workspace_files WHERE path > ?3 AND path < ?4),
-	(SELECT path FROM workspace_files WHERE path IN (SELECT value FROM json_each(?5)) LIMIT 1),
-	f.id, f.size, f.version, f.created_at
-FROM (SELECT 1) LEFT JOIN workspace_files f ON f.path = ?6`
-
-func (db *DB) writeState(ctx context.Context, tx *sql.Tx, p string) (writeState, error) {
-	st := writeState{quota: DefaultWorkspaceQuota, keep: DefaultWorkspaceVersionsKept}
-	lo, hi := pathRange(p)
-	parents := []string{}
-	for dir := path.Dir(p); dir != "/"; dir = path.Dir(dir) {
-		parents = append(parents, dir)
-	}
-	parentsJSON, _ := json.Marshal(parents)
-	var quota, keep, parent, created sql.NullString
-	var id, size, version sql.NullInt64
-	q, err := db.stmt(ctx, tx, writeStateQuery)
-	if err != nil {
-		return st, err
-	}
-	err = q.QueryRowContext(ctx, SettingWorkspaceQuota, SettingWorkspaceVersionsKept, lo, hi, string(parentsJSON), p).
-		Scan(&quota, &keep, &st.used, &st.isFolder, &parent, &id, &size, &version, &created)
-	if err != nil {
-		return st, fmt.Errorf("reading workspace state: %w", err)
-	}
-	st.parentFile = parent.String
-	st.exists, st.id, st.size, st.version, st.created = id.Valid, id.Int64, size.Int64, version.Int64, created.String
-	// An invalid stored value can only come from around `ferry config set`'s check;
-	// refusing says so, where silently using the default would hide it.
-	if quota.Valid {
-		n, err := strconv.ParseInt(strings.TrimSpace(quota.String), 10, 64)
-		if err != nil || n <= 0 {
-			return st, badSetting(SettingWorkspaceQuota, quota.String)
-		}
-		st.quota = n
-	}
-	if keep.Valid {
-		n, err := strconv.Atoi(strings.TrimSpace(keep.String))
-		if err != nil || n < 0 || n > MaxWorkspaceVersionsKept {
-			return st, badSetting(SettingWorkspaceVersionsKept, keep.String)
-		}
-		st.keep = n
-	}
-	return st, nil
-}
-
-func badSetting(key, value string) error {
-	return fmt.Errorf("%w: %s = %q; fix it with `ferry config set %s VALUE` (see `ferry config list`)", ErrBadWorkspaceSetting, key, value, key)
-}
-
-// checkQuota lets a write through when the workspace stays within its quota, and
-// always when it shrinks the file, so that a lowered quota never blocks cleaning up.
-func (st writeState) checkQuota(p string, newSize int64) error {
-	if after := st.used - st.size + newSize; newSize > st.size && after > st.quota {
-		return fmt.Errorf("%w: writing %s (%d bytes) would bring the workspace to %d bytes, over its quota of %d bytes (%s); delete files or raise the quota",
-			ErrQuotaExceeded, p, newSize, after, st.quota, SettingWorkspaceQuota)
-	}
-	return nil
-}
-
-// checkPlace refuses a file path that is already a folder, or whose parent is a file.
-func (st writeState) checkPlace(p string) error {
-	if st.isFolder {
-		return fmt.Errorf("%s: %w", p, ErrIsFolder)
-	}
-	if st.parentFile != "" {
-		return fmt.Errorf("%s: %w (%s is a file)", p, ErrParentIsFile, st.parentFile)
-	}
-	return nil
 }
 
 // WriteFile stores content at path, replacing any earlier content (which is kept as a
@@ -335,75 +137,12 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 	return info, nil
 }
 
-// keepVersion copies the file's current content into its history before it is
-// replaced.
-func keepVersion(ctx context.Context, tx *sql.Tx, id int64, now string, keep int) error {
-	if keep == 0 {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO workspace_file_versions(file_id, version, content, size, mime, is_text, modified_at, replaced_at)
-		SELECT id, version, content, size, mime, is_text, modified_at, ? FROM workspace_files WHERE id = ?`, now, id)
-	return err
-}
-
-// pruneVersions keeps the newest keep versions below current.
-func pruneVersions(ctx context.Context, tx *sql.Tx, id, current int64, keep int) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM workspace_file_versions WHERE file_id = ? AND
-		version NOT IN (SELECT version FROM workspace_file_versions WHERE file_id = ? AND version < ? ORDER BY version DESC LIMIT ?)`,
-		id, id, current, keep)
-	return err
-}
-
-// writeTx runs fn in one transaction. The database opens with _txlock=immediate, so
-// BEGIN already holds the write lock: what fn reads (usage, the quota, whether a path
-// is free) cannot change under it before it commits, even from another process.
-func (db *DB) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := db.sql.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-func parseTime(s string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, s)
-	return t
-}
-
 const (
 	fileColumns     = `path, size, mime, is_text, version, created_at, modified_at`
 	readFileQuery   = `SELECT ` + fileColumns + `, content FROM workspace_files WHERE path = ?`
 	insertFileQuery = `INSERT INTO workspace_files(path, content, size, mime, is_text, version, created_at, modified_at)
 		VALUES (?, ?, ?, ?, ?, 1, ?, ?)`
 )
-
-// stmt returns query prepared once per database, bound to tx when tx is not nil.
-// Parsing the SQL was a third of a workspace write's CPU time; a *sql.Stmt keeps one
-// prepared statement per pooled connection, and DB.Close releases them all.
-func (db *DB) stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	v, ok := db.stmts.Load(query)
-	if !ok {
-		s, err := db.sql.PrepareContext(ctx, query)
-		if err != nil {
-			return nil, err
-		}
-		if v, ok = db.stmts.LoadOrStore(query, s); ok {
-			s.Close()
-		} else {
-			v = s
-		}
-	}
-	if tx != nil {
-		return tx.StmtContext(ctx, v.(*sql.Stmt)), nil
-	}
-	return v.(*sql.Stmt), nil
-}
-
-type rowScanner interface{ Scan(dest ...any) error }
 
 func scanInfo(s rowScanner, extra ...any) (FileInfo, error) {
 	var fi FileInfo
@@ -558,122 +297,4 @@ func (db *DB) Delete(ctx context.Context, p string) ([]FileInfo, error) {
 	}
 	slices.SortFunc(removed, func(a, b FileInfo) int { return strings.Compare(a.Path, b.Path) })
 	return removed, nil
-}
-
-// Versions lists the kept earlier contents of the file at path, newest first.
-func (db *DB) Versions(ctx context.Context, p string) ([]Version, error) {
-	fi, err := db.Stat(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := db.sql.QueryContext(ctx, `SELECT v.version, v.size, v.mime, v.is_text, v.modified_at, v.replaced_at
-		FROM workspace_file_versions v JOIN workspace_files f ON f.id = v.file_id
-		WHERE f.path = ? ORDER BY v.version DESC`, fi.Path)
-	if err != nil {
-		return nil, fmt.Errorf("listing versions of %s: %w", fi.Path, err)
-	}
-	defer rows.Close()
-	out := []Version{}
-	for rows.Next() {
-		var v Version
-		var modified, replaced string
-		if err := rows.Scan(&v.Version, &v.Size, &v.MIME, &v.IsText, &modified, &replaced); err != nil {
-			return nil, err
-		}
-		v.ModifiedAt, v.ReplacedAt = parseTime(modified), parseTime(replaced)
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
-// Undo takes the file at path one write back: its newest kept version becomes its
-// content again and leaves the history, so repeated undos walk further back. What
-// the undo replaces is discarded (there is no redo). A file with no kept version
-// (written once, or with workspace.versions_kept at 0) gives ErrNoVersions.
-func (db *DB) Undo(ctx context.Context, p string) (FileInfo, error) {
-	return db.goBack(ctx, p, 0, false)
-}
-
-// Restore makes kept version of the file at path its content again. Unlike Undo it
-// is itself a write: the content it replaces becomes a new version, so a restore can
-// be undone.
-func (db *DB) Restore(ctx context.Context, p string, version int64) (FileInfo, error) {
-	return db.goBack(ctx, p, version, true)
-}
-
-func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool) (FileInfo, error) {
-	cp, err := cleanFilePath(p)
-	if err != nil {
-		return FileInfo{}, err
-	}
-	var info FileInfo
-	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		st, err := db.writeState(ctx, tx, cp)
-		if err != nil {
-			return err
-		}
-		if !st.exists {
-			return ErrFileNotFound
-		}
-		id := st.id
-		q := `SELECT id, version, size, mime, is_text FROM workspace_file_versions WHERE file_id = ? ORDER BY version DESC LIMIT 1`
-		args := []any{id}
-		if asWrite {
-			q = `SELECT id, version, size, mime, is_text FROM workspace_file_versions WHERE file_id = ? AND version = ?`
-			args = append(args, version)
-		}
-		var vid int64
-		info = FileInfo{Path: cp, CreatedAt: parseTime(st.created)}
-		err = tx.QueryRowContext(ctx, q, args...).Scan(&vid, &info.Version, &info.Size, &info.MIME, &info.IsText)
-		if errors.Is(err, sql.ErrNoRows) {
-			if asWrite {
-				return fmt.Errorf("%w: %d (see the kept versions first)", ErrNoSuchVersion, version)
-			}
-			return ErrNoVersions
-		}
-		if err != nil {
-			return err
-		}
-		if err := st.checkQuota(cp, info.Size); err != nil {
-			return err
-		}
-		now := db.now()
-		info.ModifiedAt = parseTime(now)
-		if asWrite {
-			if err := keepVersion(ctx, tx, id, now, st.keep); err != nil {
-				return err
-			}
-			info.Version = st.version + 1
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET
-			(content, size, mime, is_text) = (SELECT content, size, mime, is_text FROM workspace_file_versions WHERE id = ?),
-			version = ?, modified_at = ? WHERE id = ?`, vid, info.Version, now, id); err != nil {
-			return err
-		}
-		if !asWrite {
-			_, err := tx.ExecContext(ctx, `DELETE FROM workspace_file_versions WHERE id = ?`, vid)
-			return err
-		}
-		return pruneVersions(ctx, tx, id, info.Version, st.keep)
-	})
-	if err != nil {
-		verb := "undoing the last write to"
-		if asWrite {
-			verb = "restoring"
-		}
-		return FileInfo{}, fmt.Errorf("%s %s: %w", verb, cp, err)
-	}
-	return info, nil
-}
-
-// WorkspaceUsage is the total size of the workspace's current files, the figure the
-// quota limits. Kept versions do not count: they are bounded by
-// workspace.versions_kept per file, and an undo history that made fresh writes fail
-// would surprise the person who set the quota.
-func (db *DB) WorkspaceUsage(ctx context.Context) (int64, error) {
-	var n int64
-	if err := db.sql.QueryRowContext(ctx, `SELECT bytes FROM workspace_usage WHERE id = 1`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("reading workspace usage: %w", err)
-	}
-	return n, nil
 }
