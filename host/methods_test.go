@@ -102,13 +102,13 @@ func TestWorkspaceMethods(t *testing.T) {
 	wantReason(t, err, protocol.CodeInvalidParams, "", "unknown field")
 
 	got, err = callJSON(t, h, "workspace.usage", ``)
-	if err != nil || got != `{"bytes":20,"quota":104857600}` {
+	if err != nil || got != `{"bytes":20,"files":20,"quota":104857600,"versions":0}` {
 		t.Fatalf("usage: %s %v", got, err)
 	}
 	if _, err := callJSON(t, h, "settings.set", `{"key":"workspace.quota_bytes","value":"1000"}`); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = callJSON(t, h, "workspace.usage", `{}`); got != `{"bytes":20,"quota":1000}` {
+	if got, _ = callJSON(t, h, "workspace.usage", `{}`); got != `{"bytes":20,"files":20,"quota":1000,"versions":0}` {
 		t.Fatalf("usage with a quota set: %s", got)
 	}
 
@@ -120,7 +120,7 @@ func TestWorkspaceMethods(t *testing.T) {
 	}
 	_, err = callJSON(t, h, "workspace.delete", `{"path":"notes"}`)
 	wantReason(t, err, protocol.CodeInvalidParams, "not_found", "no such file")
-	if got, _ = callJSON(t, h, "workspace.usage", `{}`); got != `{"bytes":6,"quota":1000}` {
+	if got, _ = callJSON(t, h, "workspace.usage", `{}`); got != `{"bytes":6,"files":6,"quota":1000,"versions":0}` {
 		t.Fatalf("usage after delete: %s", got)
 	}
 }

@@ -35,6 +35,8 @@ type FileInfo struct {
 	Version    int64
 	CreatedAt  time.Time
 	ModifiedAt time.Time
+	// Pruned is what a write dropped to stay within the quota (writes only).
+	Pruned Pruned
 }
 
 // File is a workspace file with its content.
@@ -106,30 +108,37 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 		if err := st.checkPlace(cp); err != nil {
 			return err
 		}
-		if err := st.checkQuota(cp, info.Size); err != nil {
-			return err
-		}
 		now := db.now()
+		bound := st.usage.Total() + info.Size
 		if !st.exists {
 			info.Version = 1
 			ins, err := db.stmt(ctx, tx, insertFileQuery)
 			if err != nil {
 				return err
 			}
-			_, err = ins.ExecContext(ctx, cp, content, info.Size, mimeType, isText, now, now)
+			if _, err = ins.ExecContext(ctx, cp, content, info.Size, mimeType, isText, now, now); err != nil {
+				return err
+			}
 			info.CreatedAt, info.ModifiedAt = parseTime(now), parseTime(now)
-			return err
-		}
-		if err := keepVersion(ctx, tx, st.id, now, st.keep); err != nil {
-			return err
-		}
-		info.Version = st.version + 1
-		if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET content = ?, size = ?, mime = ?, is_text = ?, version = ?, modified_at = ?
+		} else {
+			if err := keepVersion(ctx, tx, st.id, now, st.keep); err != nil {
+				return err
+			}
+			if st.keep == 0 {
+				bound -= st.size // the old content is not kept
+			}
+			info.Version = st.version + 1
+			if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET content = ?, size = ?, mime = ?, is_text = ?, version = ?, modified_at = ?
 			WHERE id = ?`, content, info.Size, mimeType, isText, info.Version, now, st.id); err != nil {
-			return err
+				return err
+			}
+			info.CreatedAt, info.ModifiedAt = parseTime(st.created), parseTime(now)
+			if err := pruneVersions(ctx, tx, st.id, info.Version, st.keep); err != nil {
+				return err
+			}
 		}
-		info.CreatedAt, info.ModifiedAt = parseTime(st.created), parseTime(now)
-		return pruneVersions(ctx, tx, st.id, info.Version, st.keep)
+		info.Pruned, err = db.settleQuota(ctx, tx, st, cp, info.Size, bound)
+		return err
 	})
 	if err != nil {
 		return FileInfo{}, fmt.Errorf("writing %s: %w", cp, err)

@@ -121,8 +121,8 @@ func TestWorkspaceRefusesBadPaths(t *testing.T) {
 			t.Errorf("Delete(%q) = %v, want %v", in, err, want)
 		}
 	}
-	if n, _ := db.WorkspaceUsage(ctx); n != 0 {
-		t.Fatalf("refused writes used %d bytes", n)
+	if n, _ := db.WorkspaceUsage(ctx); n.Total() != 0 {
+		t.Fatalf("refused writes used %+v", n)
 	}
 
 	// A file cannot also be a folder, either way round.
@@ -208,8 +208,8 @@ func TestWorkspaceRoundTrips(t *testing.T) {
 	for _, c := range cases {
 		total += int64(len(c.content))
 	}
-	if n, _ := db.WorkspaceUsage(ctx); n != total {
-		t.Fatalf("usage %d, want %d", n, total)
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: total}) {
+		t.Fatalf("usage %+v, want %d in files", n, total)
 	}
 }
 
@@ -273,8 +273,8 @@ func TestWorkspaceListAndDelete(t *testing.T) {
 	if removed, err := db.Delete(ctx, "b.txt"); err != nil || len(removed) != 1 || removed[0].Path != "/b.txt" {
 		t.Errorf("deleting a file: %v %v", removed, err)
 	}
-	if n, _ := db.WorkspaceUsage(ctx); n != 8 {
-		t.Errorf("usage after deletes %d, want 8", n)
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: 8}) {
+		t.Errorf("usage after deletes %+v, want 8 in files", n)
 	}
 }
 
@@ -290,8 +290,11 @@ func entries(es []Entry) []string {
 func TestWorkspaceQuotaRefusalKeepsOldContent(t *testing.T) {
 	db, _ := openTemp(t)
 	ctx := context.Background()
-	if err := db.SetSetting(ctx, SettingWorkspaceQuota, "100"); err != nil {
-		t.Fatal(err)
+	// No history: the quota is about the files alone here.
+	for k, v := range map[string]string{SettingWorkspaceQuota: "100", SettingWorkspaceVersionsKept: "0"} {
+		if err := db.SetSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := db.WriteFile(ctx, "/a", bytes.Repeat([]byte("a"), 60), ""); err != nil {
 		t.Fatal(err)
@@ -314,14 +317,11 @@ func TestWorkspaceQuotaRefusalKeepsOldContent(t *testing.T) {
 	if string(f.Content) != strings.Repeat("A", 70) || f.Version != 2 {
 		t.Fatalf("refused write changed the file: %q v%d", f.Content, f.Version)
 	}
-	if vs, _ := db.Versions(ctx, "/a"); len(vs) != 1 {
-		t.Fatalf("refused write left a version: %v", vs)
-	}
 	if _, err := db.Stat(ctx, "/c"); !errors.Is(err, ErrFileNotFound) {
 		t.Fatalf("refused new file exists: %v", err)
 	}
-	if n, _ := db.WorkspaceUsage(ctx); n != 100 {
-		t.Fatalf("usage %d, want 100", n)
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: 100}) {
+		t.Fatalf("usage %+v, want 100 in files", n)
 	}
 	// Lowering the quota below the usage still lets files shrink.
 	db.SetSetting(ctx, SettingWorkspaceQuota, "10")
@@ -331,6 +331,109 @@ func TestWorkspaceQuotaRefusalKeepsOldContent(t *testing.T) {
 	db.SetSetting(ctx, SettingWorkspaceQuota, "lots")
 	if _, err := db.WriteFile(ctx, "/a", []byte("x"), ""); !errors.Is(err, ErrBadWorkspaceSetting) || !strings.Contains(err.Error(), "ferry config set "+SettingWorkspaceQuota) {
 		t.Fatalf("bad quota setting: %v", err)
+	}
+	db.SetSetting(ctx, SettingWorkspaceQuota, "100")
+	db.SetSetting(ctx, SettingWorkspacePruneWhenFull, "maybe")
+	if _, err := db.WriteFile(ctx, "/a", []byte("x"), ""); !errors.Is(err, ErrBadWorkspaceSetting) || !strings.Contains(err.Error(), SettingWorkspacePruneWhenFull) {
+		t.Fatalf("bad prune setting: %v", err)
+	}
+}
+
+// TestWorkspaceQuotaCountsVersions is the finding: with the quota at 100,000 bytes,
+// rewriting one file let megabytes pile up as kept versions while the usage read
+// nothing. Now every kept byte counts, and a refusal says where the space went and
+// how to free it.
+func TestWorkspaceQuotaCountsVersions(t *testing.T) {
+	db, _ := openTemp(t)
+	ctx := context.Background()
+	for k, v := range map[string]string{SettingWorkspaceQuota: "100000", SettingWorkspaceVersionsKept: "100", SettingWorkspacePruneWhenFull: "false"} {
+		if err := db.SetSetting(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunk := func(i int) []byte { return bytes.Repeat([]byte{'a' + byte(i)}, 30000) }
+	for i := range 3 {
+		if _, err := db.WriteFile(ctx, "/big.txt", chunk(i), ""); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: 30000, Versions: 60000}) {
+		t.Fatalf("usage %+v, want 30000 in files and 60000 in versions", n)
+	}
+	_, err := db.WriteFile(ctx, "/big.txt", chunk(3), "")
+	if !errors.Is(err, ErrQuotaExceeded) {
+		t.Fatalf("the fourth 30 KB write passed a 100 KB quota: %v", err)
+	}
+	for _, want := range []string{"120000 bytes", "30000 in files", "90000 in earlier versions", SettingWorkspaceVersionsKept, SettingWorkspacePruneWhenFull, "opfs_delete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if f, _ := db.ReadFile(ctx, "/big.txt"); f.Version != 3 || f.Content[0] != 'c' {
+		t.Fatalf("the refused write changed the file: v%d", f.Version)
+	}
+	// Deleting the file frees its history too.
+	if _, err := db.Delete(ctx, "/big.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{}) {
+		t.Fatalf("usage after the delete %+v, want nothing", n)
+	}
+}
+
+// TestWorkspaceQuotaPrunesOldestVersionsFirst: with workspace.prune_when_full (the
+// default) a write that would pass the quota drops the oldest versions, of any file,
+// just enough to fit, and says so; a write too big even then is refused whole.
+func TestWorkspaceQuotaPrunesOldestVersionsFirst(t *testing.T) {
+	db, _ := openTemp(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tick := 0
+	db.Now = func() time.Time { tick++; return t0.Add(time.Duration(tick) * time.Second) }
+	db.SetSetting(ctx, SettingWorkspaceQuota, "1000")
+	write := func(p string, n int, c byte) FileInfo {
+		t.Helper()
+		info, err := db.WriteFile(ctx, p, bytes.Repeat([]byte{c}, n), "")
+		if err != nil {
+			t.Fatalf("writing %s: %v", p, err)
+		}
+		return info
+	}
+	write("/a", 200, '1') // a v1
+	write("/b", 200, '1') // b v1
+	write("/a", 200, '2') // a v1 kept: 600
+	write("/b", 200, '2') // b v1 kept: 800
+	if info := write("/c", 200, '1'); info.Pruned != (Pruned{}) {
+		t.Fatalf("a write that fits pruned %+v", info.Pruned)
+	}
+	// 1000 used; 150 more needs the oldest version (a v1) dropped, and only it.
+	info := write("/d", 150, '1')
+	if info.Pruned != (Pruned{Versions: 1, Bytes: 200}) {
+		t.Fatalf("pruned %+v, want the one oldest version", info.Pruned)
+	}
+	if vs, _ := db.Versions(ctx, "/a"); len(vs) != 0 {
+		t.Errorf("a's oldest version survived: %+v", vs)
+	}
+	if vs, _ := db.Versions(ctx, "/b"); len(vs) != 1 {
+		t.Errorf("b's version was dropped although a's older one covered the need: %+v", vs)
+	}
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: 750, Versions: 200}) {
+		t.Fatalf("usage %+v", n)
+	}
+	// Even with every version gone, 400 more does not fit: refused, nothing dropped.
+	_, err := db.WriteFile(ctx, "/e", bytes.Repeat([]byte{'x'}, 400), "")
+	if !errors.Is(err, ErrQuotaExceeded) || !strings.Contains(err.Error(), "every earlier version dropped") {
+		t.Fatalf("too big even after pruning: %v", err)
+	}
+	if vs, _ := db.Versions(ctx, "/b"); len(vs) != 1 {
+		t.Errorf("a refused write still dropped versions: %+v", vs)
+	}
+	// A restore is a write and is held to the same quota.
+	if _, err := db.Restore(ctx, "/b", 1); err != nil {
+		t.Fatalf("restore within quota: %v", err)
+	}
+	if n, _ := db.WorkspaceUsage(ctx); n.Total() > 1000 {
+		t.Fatalf("usage %+v over the quota after a restore", n)
 	}
 }
 
@@ -476,8 +579,13 @@ func TestWorkspaceTwoProcessesWriteAtOnce(t *testing.T) {
 		t.Fatalf("shared file at version %d (%v), want %d: a write was lost", shared.Version, err, 2*each)
 	}
 	sum += shared.Size
-	if n, _ := db.WorkspaceUsage(ctx); n != sum {
-		t.Fatalf("usage %d, files total %d", n, sum)
+	var versions int64
+	vs, _ := db.Versions(ctx, "/shared.txt")
+	for _, v := range vs {
+		versions += v.Size
+	}
+	if n, _ := db.WorkspaceUsage(ctx); n != (Usage{Files: sum, Versions: versions}) {
+		t.Fatalf("usage %+v, files total %d, versions %d", n, sum, versions)
 	}
 }
 

@@ -100,9 +100,6 @@ func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool)
 		if err != nil {
 			return err
 		}
-		if err := st.checkQuota(cp, info.Size); err != nil {
-			return err
-		}
 		now := db.now()
 		info.ModifiedAt = parseTime(now)
 		if asWrite {
@@ -117,10 +114,19 @@ func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool)
 			return err
 		}
 		if !asWrite {
+			// An undo only ever shrinks the workspace: the replaced content goes.
 			_, err := tx.ExecContext(ctx, `DELETE FROM workspace_file_versions WHERE id = ?`, vid)
 			return err
 		}
-		return pruneVersions(ctx, tx, id, info.Version, st.keep)
+		if err := pruneVersions(ctx, tx, id, info.Version, st.keep); err != nil {
+			return err
+		}
+		bound := st.usage.Total() + info.Size
+		if st.keep == 0 {
+			bound -= st.size
+		}
+		info.Pruned, err = db.settleQuota(ctx, tx, st, cp, info.Size, bound)
+		return err
 	})
 	if err != nil {
 		verb := "undoing the last write to"

@@ -18,7 +18,7 @@ import (
 type PageStore interface {
 	Store
 	Stat(ctx context.Context, path string) (storage.FileInfo, error)
-	WorkspaceUsage(ctx context.Context) (int64, error)
+	WorkspaceUsage(ctx context.Context) (storage.Usage, error)
 }
 
 // MaxPageRead is the largest file workspace.read returns: the options page shows
@@ -101,5 +101,7 @@ func (m pageMethods) usage(ctx context.Context, _ struct{}) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]int64{"bytes": used, "quota": m.settings.Snapshot(ctx).Int64(storage.SettingWorkspaceQuota)}, nil
+	// bytes is what the quota counts: files and the versions kept for undo.
+	return map[string]int64{"bytes": used.Total(), "files": used.Files, "versions": used.Versions,
+		"quota": m.settings.Snapshot(ctx).Int64(storage.SettingWorkspaceQuota)}, nil
 }

@@ -24,7 +24,7 @@ import (
 func init() {
 	config.Register(config.Setting{
 		Key:         storage.SettingWorkspaceQuota,
-		Description: "the most bytes the workspace's files may hold together (earlier versions kept for undo do not count); a write beyond it is refused",
+		Description: "the most bytes the workspace may keep: its files and the earlier versions kept for undo together; a write beyond it first drops the oldest versions (" + storage.SettingWorkspacePruneWhenFull + "), then is refused",
 		Default:     strconv.FormatInt(storage.DefaultWorkspaceQuota, 10),
 		Validate: func(v string) error {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -39,6 +39,12 @@ func init() {
 		Description: "how many earlier versions of each workspace file are kept so that a write can be undone (0 keeps none)",
 		Default:     strconv.Itoa(storage.DefaultWorkspaceVersionsKept),
 		Validate:    config.IntRange(0, storage.MaxWorkspaceVersionsKept),
+	})
+	config.Register(config.Setting{
+		Key:         storage.SettingWorkspacePruneWhenFull,
+		Description: "when a write would take the workspace over its quota, drop the oldest earlier versions (of any file) to make room first (true), or refuse the write at once (false)",
+		Default:     "true",
+		Validate:    config.OneOf("true", "false"),
 	})
 }
 
@@ -66,6 +72,11 @@ type WriteResult struct {
 	MIME    string `json:"mime"`
 	Version int64  `json:"version"`
 	Created bool   `json:"created"`
+	// What the write dropped to stay within the quota, and a note saying so: undo
+	// reaches less far back than it did.
+	PrunedVersions int    `json:"pruned_versions,omitempty"`
+	PrunedBytes    int64  `json:"pruned_bytes,omitempty"`
+	Note           string `json:"note,omitempty"`
 }
 
 // ReadResult is opfs_read's result: Content and the line fields in text mode, DataURL
@@ -114,7 +125,7 @@ func Tools(deps Deps) []tools.Tool {
 		Name: "opfs_write",
 		Description: "Write a file to the workspace, creating or replacing it (the previous content is kept as a version so the write can be undone). " +
 			"content is text, or a data URL (data:<mime>;base64,<data>) for binary content, which is decoded and stored as bytes. " +
-			pathRules + ` Returns {"path", "size", "mime", "version", "created"}.`,
+			pathRules + ` Returns {"path", "size", "mime", "version", "created"}, and pruned_versions, pruned_bytes and a note when the workspace was full and the oldest earlier versions were dropped to make room.`,
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -145,7 +156,13 @@ func Tools(deps Deps) []tools.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return WriteResult{Path: info.Path, Size: info.Size, MIME: info.MIME, Version: info.Version, Created: info.Version == 1}, nil
+			out := WriteResult{Path: info.Path, Size: info.Size, MIME: info.MIME, Version: info.Version, Created: info.Version == 1,
+				PrunedVersions: info.Pruned.Versions, PrunedBytes: info.Pruned.Bytes}
+			if info.Pruned.Versions > 0 {
+				out.Note = fmt.Sprintf("the workspace was full: the %d oldest earlier versions (%d bytes) were dropped to make room (setting %s)",
+					info.Pruned.Versions, info.Pruned.Bytes, storage.SettingWorkspacePruneWhenFull)
+			}
+			return out, nil
 		},
 	}, {
 		Name: "opfs_read",
