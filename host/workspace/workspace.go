@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
@@ -61,9 +62,16 @@ type Deps struct {
 	Store Store
 }
 
-// PageLines is how many lines of a text file opfs_read returns when no offset or
-// limit is given: enough for most files, few enough not to flood the model's context.
-const PageLines = 200
+// Bounds of one opfs_read. PageLines is how many lines of a text file it returns
+// when no limit is given: enough for most files, few enough not to flood the model's
+// context. MaxReadChars caps the characters of one text page whatever its lines (a
+// minified file can be one 50 MiB line), and MaxReadBytes the bytes of one binary
+// page (a data URL is a third larger).
+const (
+	PageLines    = 200
+	MaxReadChars = 50000
+	MaxReadBytes = 48 << 10
+)
 
 // WriteResult is opfs_write's result.
 type WriteResult struct {
@@ -80,7 +88,9 @@ type WriteResult struct {
 }
 
 // ReadResult is opfs_read's result: Content and the line fields in text mode, DataURL
-// in blob mode.
+// and the byte fields in blob mode. Offset counts lines from 1 in text mode and bytes
+// from 0 in blob mode; NextOffset (and NextColumn, inside a line longer than a page)
+// is where the next page starts when this one did not reach the end.
 type ReadResult struct {
 	Path       string `json:"path"`
 	Mode       string `json:"mode"` // "text" or "blob"
@@ -88,9 +98,13 @@ type ReadResult struct {
 	Size       int64  `json:"size"`
 	Content    string `json:"content,omitempty"`
 	TotalLines *int   `json:"total_lines,omitempty"`
-	Offset     int    `json:"offset,omitempty"` // first line returned, from 1
-	Lines      *int   `json:"lines,omitempty"`  // how many lines were returned
+	Offset     int64  `json:"offset"`
+	Column     int    `json:"column,omitempty"` // first character of the first line shown, from 1, when not its start
+	Lines      *int   `json:"lines,omitempty"`  // how many lines were returned (in whole or in part)
+	Bytes      *int64 `json:"bytes,omitempty"`  // how many bytes data_url holds
 	Truncated  bool   `json:"truncated,omitempty"`
+	NextOffset *int64 `json:"next_offset,omitempty"`
+	NextColumn int    `json:"next_column,omitempty"`
 	DataURL    string `json:"data_url,omitempty"`
 	Note       string `json:"note,omitempty"`
 }
@@ -166,17 +180,19 @@ func Tools(deps Deps) []tools.Tool {
 		},
 	}, {
 		Name: "opfs_read",
-		Description: "Read a file from the workspace. mode auto (default) returns text files as text and binary files as a data URL; text or blob forces one. " +
-			`Returns for text {"path", "mode": "text", "mime", "size", "content", "total_lines", "offset", "lines", "truncated", "note"}; ` +
-			fmt.Sprintf("a text file over %d lines read without offset/limit returns its first %d lines with a note telling how to read on (offset is 1-based). ", PageLines, PageLines) +
-			`For binary it returns {"path", "mode": "blob", "mime", "size", "data_url"}. ` + pathRules,
+		Description: "Read a file from the workspace, a page at a time. mode auto (default) returns text files as text and binary files as a data URL; text or blob forces one. " +
+			fmt.Sprintf("Text pages by lines: offset is the first line (from 1), limit how many (default %d); a page holds at most %d characters, and a line longer than that is returned in parts, column (from 1) saying where inside the line to start. ", PageLines, MaxReadChars) +
+			fmt.Sprintf("Binary pages by bytes: offset is the first byte (from 0), limit how many (at most and by default %d). ", MaxReadBytes) +
+			`Returns {"path", "mode", "mime", "size", "offset", "truncated", "note"} with, for text, "content", "total_lines", "lines" (and "column"), for binary, "data_url" and "bytes"; ` +
+			`when the page does not reach the end of the file, "next_offset" (and "next_column") say where the next one starts, and the note says how to read on. ` + pathRules,
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
     "path": {"type": "string", "description": "file path"},
     "mode": {"type": "string", "enum": ["auto", "text", "blob"], "default": "auto", "description": "auto: text for text files, a data URL for binary ones; text or blob forces the form"},
-    "offset": {"type": "integer", "minimum": 1, "description": "first line to return, counting from 1 (text only)"},
-    "limit": {"type": "integer", "minimum": 1, "description": "how many lines to return (text only; default 200)"}
+    "offset": {"type": "integer", "minimum": 0, "description": "text: first line to return, from 1; blob: first byte, from 0"},
+    "limit": {"type": "integer", "minimum": 1, "description": "text: how many lines (default 200); blob: how many bytes (at most 49152)"},
+    "column": {"type": "integer", "minimum": 1, "description": "text only: first character of the offset line to return, from 1; to read on inside a line longer than a page, as next_column says"}
   },
   "required": ["path"],
   "additionalProperties": false
@@ -195,8 +211,8 @@ func Tools(deps Deps) []tools.Tool {
 			default:
 				return nil, tools.Failf(tools.CodeInvalidParams, "mode must be auto, text or blob, not %q", args.Mode)
 			}
-			if (args.Offset != nil && *args.Offset < 1) || (args.Limit != nil && *args.Limit < 1) {
-				return nil, tools.Failf(tools.CodeInvalidParams, "offset and limit count lines from 1; give positive numbers")
+			if (args.Offset != nil && *args.Offset < 0) || (args.Limit != nil && *args.Limit < 1) || (args.Column != nil && *args.Column < 1) {
+				return nil, tools.Failf(tools.CodeInvalidParams, "offset is 0 or more, limit and column 1 or more")
 			}
 			f, err := deps.Store.ReadFile(ctx, args.Path)
 			if err != nil {
@@ -362,56 +378,155 @@ func decodeContent(s string) ([]byte, string, error) {
 type readArgs struct {
 	Path   string `json:"path"`
 	Mode   string `json:"mode"`
-	Offset *int   `json:"offset"`
-	Limit  *int   `json:"limit"`
+	Offset *int64 `json:"offset"`
+	Limit  *int64 `json:"limit"`
+	Column *int   `json:"column"`
 }
 
 func read(f storage.File, args readArgs) (any, error) {
-	paged := args.Offset != nil || args.Limit != nil
 	if args.Mode == "blob" || (args.Mode == "auto" && !f.IsText) {
-		if paged {
-			return nil, tools.Failf(tools.CodeInvalidParams, "offset and limit page through text, but %s is returned as a data URL (%s, %d bytes); drop them, or read it with mode text",
-				f.Path, f.MIME, f.Size)
-		}
-		return ReadResult{Path: f.Path, Mode: "blob", MIME: f.MIME, Size: f.Size, DataURL: dataURL(f.MIME, f.Content)}, nil
+		return readBlob(f, args)
 	}
+	return readText(f, args)
+}
+
+// readBlob returns one page of the file's bytes as a data URL.
+func readBlob(f storage.File, args readArgs) (any, error) {
+	if args.Column != nil {
+		return nil, tools.Failf(tools.CodeInvalidParams, "column pages inside a line of text, but %s is returned as bytes (%s); page it with offset (bytes from 0) and limit, or read it with mode text", f.Path, f.MIME)
+	}
+	var offset int64
+	if args.Offset != nil {
+		offset = *args.Offset
+	}
+	limit := int64(MaxReadBytes)
+	if args.Limit != nil {
+		if *args.Limit > MaxReadBytes {
+			return nil, tools.Failf(tools.CodeInvalidParams, "limit %d is over the %d bytes one call returns; read %s in pages of at most %d bytes", *args.Limit, MaxReadBytes, f.Path, MaxReadBytes)
+		}
+		limit = *args.Limit
+	}
+	if offset > f.Size || (offset == f.Size && f.Size > 0) {
+		return nil, tools.Failf(tools.CodeInvalidParams, "offset %d is past the end of %s, which has %d bytes (offsets of binary files count bytes from 0)", offset, f.Path, f.Size)
+	}
+	end := min(offset+limit, f.Size)
+	n := end - offset
+	out := ReadResult{Path: f.Path, Mode: "blob", MIME: f.MIME, Size: f.Size, Offset: offset, Bytes: &n,
+		DataURL: dataURL(f.MIME, f.Content[offset:end]), Truncated: offset > 0 || end < f.Size}
+	if end < f.Size {
+		out.NextOffset = &end
+		out.Note = fmt.Sprintf("showing bytes %d-%d of %d; to read on, call opfs_read with mode blob and offset %d (bytes from 0)", offset, end-1, f.Size, end)
+	}
+	return out, nil
+}
+
+// readText returns one page of lines, at most PageLines (or limit) of them and at
+// most MaxReadChars characters. A page ends after a whole line, except when its
+// first line alone is longer than a page: then it holds that line's next part.
+func readText(f storage.File, args readArgs) (any, error) {
 	text := string(f.Content)
 	var note string
 	if !f.IsText {
 		text = strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", "\uFFFD"), "\uFFFD")
 		note = "the file is not UTF-8 text: invalid bytes and NULs are shown as U+FFFD; read it with mode blob for the exact bytes. "
 	}
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1] // a final newline ends the last line; it does not start another
+	total := strings.Count(text, "\n")
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		total++ // a final newline ends the last line; it does not start another
 	}
-	total := len(lines)
-	offset, limit := 1, PageLines
+	offset, limit, column := int64(1), int64(PageLines), 1
 	if args.Offset != nil {
 		offset = *args.Offset
 	}
 	if args.Limit != nil {
 		limit = *args.Limit
 	}
-	if !paged && total <= PageLines {
-		limit = total
+	if args.Column != nil {
+		column = *args.Column
 	}
-	if offset > total && !(offset == 1 && total == 0) {
+	if offset < 1 {
+		return nil, tools.Failf(tools.CodeInvalidParams, "offset %d: lines count from 1 (offsets from 0 are for binary files, mode blob)", offset)
+	}
+	if offset > int64(total) && !(offset == 1 && total == 0) {
 		return nil, tools.Failf(tools.CodeInvalidParams, "offset %d is past the end of %s, which has %d lines", offset, f.Path, total)
 	}
-	end := min(offset-1+limit, total)
-	shown := end - (offset - 1)
+	// The start of line offset.
+	start := 0
+	for i := int64(1); i < offset; i++ {
+		start += strings.IndexByte(text[start:], '\n') + 1
+	}
+	if column > 1 {
+		line := text[start:]
+		if nl := strings.IndexByte(line, '\n'); nl >= 0 {
+			line = line[:nl]
+		}
+		pos, ok := runeIndex(line, column-1)
+		if !ok {
+			return nil, tools.Failf(tools.CodeInvalidParams, "column %d is past the end of line %d of %s, which has %d characters", column, offset, f.Path, utf8.RuneCountInString(line))
+		}
+		start += pos
+	}
+	// Whole lines while they fit; a first line longer than a page is cut.
+	end, chars, shown := start, 0, 0
+	cut := false
+	for end < len(text) && int64(shown) < limit {
+		next := len(text)
+		if nl := strings.IndexByte(text[end:], '\n'); nl >= 0 {
+			next = end + nl + 1
+		}
+		n := utf8.RuneCountInString(text[end:next])
+		if chars+n > MaxReadChars {
+			if shown == 0 {
+				pos, _ := runeIndex(text[end:next], MaxReadChars)
+				end, chars, shown, cut = end+pos, MaxReadChars, 1, true
+			}
+			break
+		}
+		end, chars, shown = next, chars+n, shown+1
+	}
 	out := ReadResult{
 		Path: f.Path, Mode: "text", MIME: f.MIME, Size: f.Size,
-		Content:    strings.Join(lines[offset-1:end], ""),
-		TotalLines: &total, Offset: offset, Lines: &shown,
-		Truncated: offset > 1 || end < total,
+		Content: text[start:end], TotalLines: &total, Offset: offset, Lines: &shown,
+		Truncated: start > 0 || end < len(text),
 	}
-	if end < total {
-		note += fmt.Sprintf("showing lines %d-%d of %d; to read on, call opfs_read with offset %d (1-based) and limit up to %d", offset, end, total, end+1, PageLines)
+	if column > 1 {
+		out.Column = column
+	}
+	switch {
+	case cut:
+		// Still inside line offset (or the one this page started in).
+		line := offset
+		col := column + chars
+		out.NextOffset, out.NextColumn = &line, col
+		note += fmt.Sprintf("line %d is longer than the %d characters one call returns: showing its characters %d-%d; to read on, call opfs_read with offset %d and column %d", line, MaxReadChars, col-chars, col-1, line, col)
+	case end < len(text):
+		next := offset + int64(shown)
+		out.NextOffset = &next
+		last := next - 1
+		why := ""
+		if int64(shown) < limit {
+			why = fmt.Sprintf(" (a page holds at most %d characters)", MaxReadChars)
+		}
+		note += fmt.Sprintf("showing lines %d-%d of %d%s; to read on, call opfs_read with offset %d (1-based) and limit up to %d", offset, last, total, why, next, PageLines)
 	}
 	out.Note = strings.TrimSpace(note)
 	return out, nil
+}
+
+// runeIndex is the byte index of the n-th character of s (0-based); ok is false when
+// s has fewer than n characters (n == its length is its end).
+func runeIndex(s string, n int) (int, bool) {
+	if n == 0 {
+		return 0, true
+	}
+	i := 0
+	for pos := range s {
+		if i == n {
+			return pos, true
+		}
+		i++
+	}
+	return len(s), i == n
 }
 
 func dataURL(mimeType string, content []byte) string {

@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
@@ -148,7 +150,13 @@ func TestBinaryRoundTrip(t *testing.T) {
 	if r.Mode != "text" || !strings.Contains(r.Content, "PNG") || !strings.Contains(r.Note, "mode blob") {
 		t.Fatalf("text mode on binary: %+v", r)
 	}
-	h.fails("opfs_read", `{"path": "img/a.png", "offset": 2}`, tools.CodeInvalidParams, "data URL")
+	h.fails("opfs_read", `{"path": "img/a.png", "column": 2}`, tools.CodeInvalidParams, "as bytes")
+	// Binary pages by bytes, from 0.
+	r = h.ok("opfs_read", `{"path": "img/a.png", "offset": 2, "limit": 5}`).(ReadResult)
+	if r.DataURL != "data:image/png;base64,"+base64.StdEncoding.EncodeToString(png[2:7]) || *r.Bytes != 5 || r.Offset != 2 || *r.NextOffset != 7 || !strings.Contains(r.Note, "offset 7") {
+		t.Fatalf("a page of bytes: %+v", r)
+	}
+	h.fails("opfs_read", fmt.Sprintf(`{"path": "img/a.png", "offset": %d}`, len(png)), tools.CodeInvalidParams, "past the end")
 
 	// Forcing blob on text gives its bytes.
 	h.ok("opfs_write", `{"path": "a.txt", "content": "héllo"}`)
@@ -289,4 +297,78 @@ func TestListDeleteAndFailures(t *testing.T) {
 		t.Fatalf("refused write changed the file: %q", r.Content)
 	}
 	h.fails("opfs_write", `{"path": 5, "content": "x"}`, tools.CodeInvalidParams, "arguments")
+}
+
+// TestReadIsBounded is the finding: opfs_read returned a 50 MiB single-line file in
+// one result, and binary files had no cap. Each call now returns at most
+// MaxReadChars characters or MaxReadBytes bytes, and the result says exactly where
+// the next page starts; following it reads the file back whole.
+func TestReadIsBounded(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if err := h.db.SetSetting(ctx, storage.SettingWorkspaceQuota, strconv.Itoa(200<<20)); err != nil {
+		t.Fatal(err)
+	}
+	// One line of 50 MiB, with a multi-byte character at every page boundary to
+	// catch a cut inside a character.
+	unit := strings.Repeat("a", MaxReadChars-1) + "é"
+	line := strings.Repeat(unit, (50<<20)/len(unit)) + "tail"
+	content := line + "\nsecond line\n"
+	if _, err := h.db.WriteFile(ctx, "/min.js", []byte(content), ""); err != nil {
+		t.Fatal(err)
+	}
+	r := h.ok("opfs_read", `{"path": "/min.js"}`).(ReadResult)
+	if n := utf8.RuneCountInString(r.Content); n != MaxReadChars || r.NextOffset == nil || *r.NextOffset != 1 || r.NextColumn != MaxReadChars+1 ||
+		!strings.Contains(r.Note, fmt.Sprintf("offset 1 and column %d", MaxReadChars+1)) {
+		t.Fatalf("first page: %d characters, next %v:%d, note %q", n, r.NextOffset, r.NextColumn, r.Note)
+	}
+	if b, _ := json.Marshal(r); len(b) > 4*MaxReadChars {
+		t.Fatalf("one result is %d bytes of JSON", len(b))
+	}
+	// Deep inside the line, and its end.
+	last := utf8.RuneCountInString(line) - 10
+	r = h.ok("opfs_read", fmt.Sprintf(`{"path": "/min.js", "offset": 1, "column": %d}`, last)).(ReadResult)
+	if r.Content != "aaaaaaétail\nsecond line\n" || r.NextOffset != nil || *r.Lines != 2 || r.Column != last {
+		t.Fatalf("the line's end: %q, next %v", r.Content, r.NextOffset)
+	}
+	// Following the pages gives the file back whole (on a line of three pages: every
+	// page of the big one costs a read of all of it).
+	small := unit + unit + "end\nlast"
+	h.db.WriteFile(ctx, "/small.js", []byte(small), "")
+	var got strings.Builder
+	r = ReadResult{NextOffset: new(int64(1))}
+	pages := 0
+	for r.NextOffset != nil {
+		args := fmt.Sprintf(`{"path": "/small.js", "offset": %d`, *r.NextOffset)
+		if r.NextColumn > 0 {
+			args += fmt.Sprintf(`, "column": %d`, r.NextColumn)
+		}
+		r = h.ok("opfs_read", args+"}").(ReadResult)
+		if n := utf8.RuneCountInString(r.Content); n > MaxReadChars || !utf8.ValidString(r.Content) {
+			t.Fatalf("page %d: %d characters", pages, n)
+		}
+		got.WriteString(r.Content)
+		pages++
+	}
+	if got.String() != small || pages != 3 {
+		t.Fatalf("%d pages do not add up to the file: %d bytes of %d", pages, got.Len(), len(small))
+	}
+	h.fails("opfs_read", `{"path": "/min.js", "offset": 2, "column": 13}`, tools.CodeInvalidParams, "past the end of line 2")
+
+	// Many short lines stop at the character cap too, on a line boundary.
+	many := strings.Repeat(strings.Repeat("x", 999)+"\n", 120)
+	h.db.WriteFile(ctx, "/many.txt", []byte(many), "")
+	r = h.ok("opfs_read", `{"path": "/many.txt"}`).(ReadResult)
+	if *r.Lines != MaxReadChars/1000 || *r.NextOffset != int64(MaxReadChars/1000+1) || r.NextColumn != 0 || !strings.Contains(r.Note, "at most") {
+		t.Fatalf("short lines: %d lines, next %v, note %q", *r.Lines, r.NextOffset, r.Note)
+	}
+
+	// A binary file of 5 MiB: one page of MaxReadBytes, then the next.
+	bin := bytes.Repeat([]byte{0, 1, 2, 0xff}, (5<<20)/4)
+	h.db.WriteFile(ctx, "/blob.bin", bin, "")
+	r = h.ok("opfs_read", `{"path": "/blob.bin"}`).(ReadResult)
+	if *r.Bytes != MaxReadBytes || *r.NextOffset != MaxReadBytes || len(r.DataURL) > MaxReadBytes*4/3+100 {
+		t.Fatalf("binary page: %d bytes, next %v, data URL %d", *r.Bytes, r.NextOffset, len(r.DataURL))
+	}
+	h.fails("opfs_read", fmt.Sprintf(`{"path": "/blob.bin", "limit": %d}`, MaxReadBytes+1), tools.CodeInvalidParams, "pages of at most")
 }
