@@ -40,6 +40,10 @@ const (
 	// CodeUnauthorized: a control-socket request before a successful control.hello,
 	// or a control.hello with the wrong token.
 	CodeUnauthorized = -32003
+	// CodeBusy: the control socket turned a new client away because too many are
+	// connected, or connecting without having presented the token; try again
+	// shortly.
+	CodeBusy = -32004
 	// CodeBrowserError: the extension could not do what a browser method asked
 	// (protocol/BROWSER.md); data.reason names why (no_tab, stale_ref, gone, …) and
 	// host/browser maps it to a tool code.
@@ -53,7 +57,7 @@ const (
 // the extension to it.
 var Codes = []int{
 	CodeParseError, CodeInvalidRequest, CodeMethodNotFound, CodeInvalidParams, CodeInternalError,
-	CodeProtocolMismatch, CodeCancelled, CodeUnauthorized, CodeBrowserError, CodeAskRefused,
+	CodeProtocolMismatch, CodeCancelled, CodeUnauthorized, CodeBusy, CodeBrowserError, CodeAskRefused,
 }
 
 // Error is a JSON-RPC error object. Handlers return it to choose the code the peer

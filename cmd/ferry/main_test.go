@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 var pinnedOrigin = "chrome-extension://" + buildinfo.ExtensionID + "/"
 
 type hostProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.Reader
@@ -51,7 +51,7 @@ type hostProc struct {
 	home   string
 }
 
-func startHost(t *testing.T, home string, args ...string) *hostProc {
+func startHost(t testing.TB, home string, args ...string) *hostProc {
 	t.Helper()
 	if home == "" {
 		home = t.TempDir()

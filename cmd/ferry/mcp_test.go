@@ -201,7 +201,7 @@ func keys[V any](m map[string]V) []string {
 }
 
 // waitForHost waits until the host started in home listens on its control socket.
-func waitForHost(t *testing.T, home string) control.Info {
+func waitForHost(t testing.TB, home string) control.Info {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

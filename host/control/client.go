@@ -46,20 +46,54 @@ func DialInfo(ctx context.Context, dataDir string, info Info) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the browser host (pid %d): %w", info.PID, err)
 	}
-	c := &Client{Info: info, nc: nc, done: make(chan struct{})}
+	hello, err := clientHello(ctx, nc, strings.TrimSpace(string(tok)))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("the browser host (pid %d) did not let this client in: %w", info.PID, err)
+	}
+	c := &Client{Info: hello, nc: nc, done: make(chan struct{})}
 	c.conn = protocol.NewConn(nc, nc, c.handle, protocol.WithOutboundFrameLimit(protocol.MaxInboundFrame))
 	go func() {
 		c.conn.Serve(context.Background())
 		nc.Close()
 		close(c.done)
 	}()
-	var hello Info
-	if err := c.conn.Call(ctx, HelloMethod, map[string]string{"token": strings.TrimSpace(string(tok))}, &hello); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("the browser host (pid %d) refused the control token: %w", info.PID, err)
-	}
-	c.Info = hello
 	return c, nil
+}
+
+// clientHello is the client's half of the handshake, in plain frames like the
+// server's: the host answers it before either side speaks full JSON-RPC, and a host
+// that turns the client away (busy, wrong token) says why in that one answer, which
+// may come before the hello is even read.
+func clientHello(ctx context.Context, nc net.Conn, token string) (Info, error) {
+	deadline := time.Now().Add(HelloTimeout + 5*time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	nc.SetDeadline(deadline)
+	defer nc.SetDeadline(time.Time{})
+	params, _ := json.Marshal(map[string]string{"token": token})
+	b, _ := json.Marshal(&protocol.Message{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: HelloMethod, Params: params})
+	werr := protocol.WriteFrame(nc, b)
+	f, err := protocol.ReadFrame(nc, protocol.MaxInboundFrame)
+	if err != nil {
+		if werr != nil {
+			return Info{}, werr
+		}
+		return Info{}, err
+	}
+	var m protocol.Message
+	if err := json.Unmarshal(f, &m); err != nil {
+		return Info{}, fmt.Errorf("its answer to %s is not JSON-RPC: %w", HelloMethod, err)
+	}
+	if m.Error != nil {
+		return Info{}, m.Error
+	}
+	var info Info
+	if err := json.Unmarshal(m.Result, &info); err != nil {
+		return Info{}, fmt.Errorf("its answer to %s: %w", HelloMethod, err)
+	}
+	return info, nil
 }
 
 // OnNotify sets the function that hears the host's notifications (chat.event, …).

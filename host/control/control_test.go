@@ -91,18 +91,21 @@ func TestTokenRequired(t *testing.T) {
 	s := listenTest(t, home)
 	ctx := context.Background()
 
+	// Anything but control.hello first is refused, and the connection closed.
 	c := rawConn(t, s.Info().Socket)
 	err := c.Call(ctx, "tools.list", nil, nil)
 	var perr *protocol.Error
-	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized {
+	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized || !strings.Contains(perr.Message, HelloMethod) {
 		t.Fatalf("a request before hello: %v", err)
 	}
+	if err := c.Call(ctx, HelloMethod, map[string]string{"token": s.token}, nil); err == nil {
+		t.Errorf("the connection survived a request before hello")
+	}
+	c = rawConn(t, s.Info().Socket)
 	err = c.Call(ctx, HelloMethod, map[string]string{"token": strings.Repeat("0", 64)}, nil)
-	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized {
+	if !errors.As(err, &perr) || perr.Code != protocol.CodeUnauthorized || !strings.Contains(perr.Message, "wrong control token") {
 		t.Fatalf("a wrong token: %v", err)
 	}
-	// The server hangs up on a wrong token.
-	time.Sleep(300 * time.Millisecond)
 	if err := c.Call(ctx, HelloMethod, map[string]string{"token": s.token}, nil); err == nil {
 		t.Errorf("the connection survived a wrong token")
 	}

@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ferryhq/ferry/protocol"
@@ -26,6 +26,18 @@ const HelloMethod = "control.hello"
 // lets it send notifications to that one client.
 type Handler func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error)
 
+// What a client that has not presented the token may cost the host: one frame of at
+// most MaxHelloFrame bytes (a hello is about a hundred), HelloTimeout to send it, and
+// one of MaxPendingClients places. Everything larger waits until the token is
+// accepted: a same-machine process that cannot read the token file must not make the
+// host read, parse or hold anything big. MaxClients bounds every connection at once.
+const (
+	HelloTimeout      = 5 * time.Second
+	MaxHelloFrame     = 4 << 10
+	MaxPendingClients = 16
+	MaxClients        = 64
+)
+
 // Options configure Listen.
 type Options struct {
 	DataDir string
@@ -34,6 +46,10 @@ type Options struct {
 	Log     zerolog.Logger
 	// TouchEvery bounds how often activity rewrites the info file (default 2 s).
 	TouchEvery time.Duration
+	// HelloTimeout, MaxPending and MaxClients replace the bounds above (tests).
+	HelloTimeout time.Duration
+	MaxPending   int
+	MaxClients   int
 }
 
 // Server is one host's listening control socket.
@@ -47,15 +63,15 @@ type Server struct {
 	info    Info
 	written time.Time
 	peers   map[*Peer]struct{}
+	pending int // connections that have not yet presented the token
 	closed  bool
 	wg      sync.WaitGroup
 }
 
 // Peer is one connected client.
 type Peer struct {
-	conn   *protocol.Conn
-	nc     net.Conn
-	authed atomic.Bool
+	conn *protocol.Conn
+	nc   net.Conn
 
 	mu      sync.Mutex
 	onClose []func()
@@ -79,6 +95,15 @@ func Listen(opts Options) (*Server, error) {
 	}
 	if opts.TouchEvery == 0 {
 		opts.TouchEvery = 2 * time.Second
+	}
+	if opts.HelloTimeout <= 0 {
+		opts.HelloTimeout = HelloTimeout
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = MaxPendingClients
+	}
+	if opts.MaxClients <= 0 {
+		opts.MaxClients = MaxClients
 	}
 	dir := Dir(opts.DataDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -198,26 +223,48 @@ func (s *Server) accept() {
 			}
 			return
 		}
-		go s.serve(nc)
+		p := &Peer{nc: nc}
+		if reason := s.admit(p); reason != "" {
+			// Said inline, with a short deadline: a refused client gets no goroutine.
+			s.opts.Log.Warn().Str("reason", reason).Msg("control: refusing a client")
+			nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+			writeMessage(nc, &protocol.Message{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: protocol.Errorf(protocol.CodeBusy, "%s; try again shortly", reason)})
+			nc.Close()
+			continue
+		}
+		go s.serve(p)
 	}
 }
 
-func (s *Server) serve(nc net.Conn) {
-	p := &Peer{nc: nc}
+// admit counts p in, or says why there is no room for it.
+func (s *Server) admit(p *Peer) string {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		nc.Close()
-		return
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return "the host is shutting down"
+	case len(s.peers) >= s.opts.MaxClients:
+		return fmt.Sprintf("too many clients (%d) are connected to this host", len(s.peers))
+	case s.pending >= s.opts.MaxPending:
+		return fmt.Sprintf("too many clients (%d) are connecting without having presented the token", s.pending)
 	}
 	s.peers[p] = struct{}{}
-	s.mu.Unlock()
+	s.pending++
+	return ""
+}
+
+func (s *Server) serve(p *Peer) {
+	nc := p.nc
+	authed := false
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() {
 		cancel()
 		nc.Close()
 		s.mu.Lock()
 		delete(s.peers, p)
+		if !authed {
+			s.pending--
+		}
 		s.mu.Unlock()
 		p.mu.Lock()
 		fs := p.onClose
@@ -227,6 +274,19 @@ func (s *Server) serve(nc net.Conn) {
 			f()
 		}
 	}()
+	err := s.hello(nc, func() {
+		// Counted out before the answer goes, so that a client that has it
+		// never finds its own place still taken.
+		authed = true
+		s.mu.Lock()
+		s.pending--
+		s.mu.Unlock()
+	})
+	if err != nil {
+		s.opts.Log.Warn().Err(err).Msg("control: a client was refused before the token")
+		return
+	}
+	s.Touch()
 	// Nothing is chunked on the socket: the client is a Go program that reads frames
 	// up to protocol.MaxInboundFrame, not Chrome with its 1 MiB limit.
 	p.conn = protocol.NewConn(nc, nc, func(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -237,24 +297,103 @@ func (s *Server) serve(nc net.Conn) {
 	}
 }
 
+// hello is the whole of a connection before the token is accepted: one frame, read
+// under a deadline and a small size limit, that must be control.hello with the right
+// token. It is answered here, before the connection reaches protocol.Conn (and its
+// 64 MiB frames, its goroutine per request); anything else is answered with
+// protocol.CodeUnauthorized and the connection closed.
+func (s *Server) hello(nc net.Conn, accepted func()) error {
+	nc.SetReadDeadline(time.Now().Add(s.opts.HelloTimeout))
+	id, token, err := ReadHello(nc)
+	nc.SetWriteDeadline(time.Now().Add(s.opts.HelloTimeout))
+	defer nc.SetWriteDeadline(time.Time{})
+	reply := &protocol.Message{JSONRPC: "2.0", ID: id}
+	if err == nil && subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) != 1 {
+		err = &HelloError{Message: "unauthorized: wrong control token"}
+	}
+	if err != nil {
+		var he *HelloError
+		if errors.As(err, &he) && !he.Silent {
+			reply.Error = protocol.Errorf(protocol.CodeUnauthorized, "%s (the token is in %s)", he.Message, Dir(s.opts.DataDir))
+			writeMessage(nc, reply)
+		}
+		return err
+	}
+	nc.SetReadDeadline(time.Time{})
+	accepted()
+	reply.Result, _ = json.Marshal(s.Info())
+	return writeMessage(nc, reply)
+}
+
+func writeMessage(w io.Writer, m *protocol.Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return protocol.WriteFrame(w, b)
+}
+
+// HelloError is why a first frame was not a valid control.hello. Silent: the stream
+// broke (ended, timed out), so there is nobody to answer.
+type HelloError struct {
+	Message string
+	Silent  bool
+}
+
+func (e *HelloError) Error() string { return e.Message }
+
+// ReadHello reads a client's first frame and returns the id and token of its
+// control.hello. It never reads more than 4 + MaxHelloFrame bytes: a longer
+// declared length is refused from the 4-byte prefix alone, before any allocation.
+// The returned id is the request's, for the answer (null when there is none).
+func ReadHello(r io.Reader) (id json.RawMessage, token string, err error) {
+	id = json.RawMessage("null")
+	data, err := protocol.ReadFrame(r, MaxHelloFrame)
+	if err != nil {
+		var fe *protocol.FrameSizeError
+		if errors.As(err, &fe) {
+			return id, "", &HelloError{Message: fmt.Sprintf("unauthorized: the first frame (%d bytes) is over the %d bytes allowed before %s {token}", fe.Length, MaxHelloFrame, HelloMethod)}
+		}
+		if errors.Is(err, protocol.ErrEmptyFrame) {
+			return id, "", &HelloError{Message: "unauthorized: an empty frame; send " + HelloMethod + " {token} first"}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return id, "", &HelloError{Message: "unauthorized: no " + HelloMethod + " {token} in time"}
+		}
+		return id, "", &HelloError{Message: "no hello: " + err.Error(), Silent: true}
+	}
+	msg, perr := protocol.DecodeMessage(data)
+	if perr != nil {
+		if msg != nil && msg.ID != nil {
+			id = msg.ID
+		}
+		return id, "", &HelloError{Message: "unauthorized: " + perr.Message}
+	}
+	if msg.ID != nil {
+		id = msg.ID
+	}
+	if !msg.IsRequest() || msg.Method != HelloMethod {
+		what := "a response"
+		if msg.Method != "" {
+			what = fmt.Sprintf("%q", msg.Method)
+		}
+		if len(what) > 80 {
+			what = what[:80] + "…"
+		}
+		return id, "", &HelloError{Message: fmt.Sprintf("unauthorized: send %s {token} first, not %s", HelloMethod, what)}
+	}
+	var hp struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(msg.Params, &hp); err != nil || hp.Token == "" {
+		return id, "", &HelloError{Message: "unauthorized: " + HelloMethod + " needs {token}"}
+	}
+	return id, hp.Token, nil
+}
+
 func (s *Server) handle(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
 	if method == HelloMethod {
-		var hp struct {
-			Token string `json:"token"`
-		}
-		_ = json.Unmarshal(params, &hp)
-		if subtle.ConstantTimeCompare([]byte(hp.Token), []byte(s.token)) != 1 {
-			s.opts.Log.Warn().Msg("control: a client presented a wrong token; disconnecting it")
-			// Answer first, then hang up.
-			time.AfterFunc(100*time.Millisecond, func() { p.nc.Close() })
-			return nil, protocol.Errorf(protocol.CodeUnauthorized, "unauthorized: wrong control token")
-		}
-		p.authed.Store(true)
-		s.Touch()
-		return s.Info(), nil
-	}
-	if !p.authed.Load() {
-		return nil, protocol.Errorf(protocol.CodeUnauthorized, "unauthorized: send %s {token} first (the token is in %s)", HelloMethod, Dir(s.opts.DataDir))
+		return s.Info(), nil // already accepted; a repeat is harmless
 	}
 	s.Touch()
 	return s.opts.Handle(ctx, p, method, params)
