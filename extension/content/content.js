@@ -210,7 +210,7 @@
       if (tag === 'input' || tag === 'textarea' || tag === 'select') {
         if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
           if (el.checked) attrs += ' checked';
-        } else if (tag !== 'select' && el.type !== 'password' && el.value) {
+        } else if (tag !== 'select' && el.value && !isSecretField(el)) {
           attrs += ` value='${escAttr(el.value.slice(0, 10_000))}'`;
         }
         if (el.disabled) attrs += ' disabled';
@@ -669,7 +669,22 @@
       fire(el, 'keyup', enter);
       if (go && form && typeof form.requestSubmit === 'function') form.requestSubmit();
     }
-    return { typed: true, element: describe(el), value: el.type === 'password' ? '•'.repeat(value.length) : value };
+    const sensitive = isSecretField(el);
+    // `sensitive` tells the host to keep the typed text out of its audit log and log
+    // file; the value comes back masked for the same fields.
+    return { typed: true, element: describe(el), value: sensitive ? '•'.repeat(value.length) : value, sensitive };
+  }
+
+  // A field holds a secret when it is a password field, asks for a password or a
+  // one-time code through autocomplete, or its name, id or label says secret, token,
+  // password or key.
+  const SECRET_AUTOCOMPLETE = /\b(current-password|new-password|one-time-code|cc-number|cc-csc)\b/i;
+  const SECRET_NAME = /secret|token|passw(or)?d|passphrase|api[-_ ]?key|private[-_ ]?key|(^|[^a-z])(key|otp|pin|cvc|cvv)([^a-z]|$)/i;
+  function isSecretField(el) {
+    if (el.localName === 'input' && (el.type || '').toLowerCase() === 'password') return true;
+    if (SECRET_AUTOCOMPLETE.test(el.getAttribute('autocomplete') || '')) return true;
+    const names = [el.getAttribute('name'), el.id, el.getAttribute('aria-label'), el.getAttribute('placeholder')];
+    return names.some((n) => n && SECRET_NAME.test(n));
   }
 
   function select(params) {

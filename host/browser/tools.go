@@ -45,13 +45,13 @@ func Tools(d Deps) []tools.Tool {
 			"Click an element, given either a ref from the latest browser_snapshot or a CSS selector (from get_tab_content's ⟨…⟩ marks, say). "+
 				"A disabled, hidden or covered element is not clicked: the reason says which.",
 			elementParams(``, nil)),
-		d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
+		sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
 			"Type text into an input, a textarea or a contenteditable element, given a ref from the latest browser_snapshot or a CSS selector, "+
-				"firing the input and change events that page frameworks listen to. Returns the field's value afterwards.",
+				"firing the input and change events that page frameworks listen to. Returns the field's value afterwards (masked for password and other secret fields).",
 			elementParams(`,
   "text":{"type":"string","description":"the text to type"},
   "clear":{"type":"boolean","default":true,"description":"replace what the field holds (true) or append to it (false)"},
-  "submit":{"type":"boolean","default":false,"description":"press Enter afterwards, which submits most forms"}`, []string{"text"})),
+  "submit":{"type":"boolean","default":false,"description":"press Enter afterwards, which submits most forms"}`, []string{"text"}))),
 		d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
 			"Choose options of a <select>, given a ref from the latest browser_snapshot or a CSS selector. "+
 				"values are the options' values or visible texts; several only for a multiple select.",
@@ -247,4 +247,23 @@ func (d Deps) navigate() tools.Tool {
 			return out, nil
 		},
 	}
+}
+
+// sensitiveText makes browser_type's text a secret of the call unless the
+// extension, which sees the field, says it is not one: a password field, or one whose
+// name, id or autocomplete says secret, token, password or key ("sensitive" in the
+// result). A call that failed, or an extension too old to say, keeps the text out of
+// the audit log and the log file too: whether it was a password is unknown.
+func sensitiveText(t tools.Tool) tools.Tool {
+	t.Secret = func(call *tools.Call, result any) []string {
+		raw, ok := result.(json.RawMessage)
+		var r struct {
+			Sensitive *bool `json:"sensitive"`
+		}
+		if ok && json.Unmarshal(raw, &r) == nil && r.Sensitive != nil && !*r.Sensitive {
+			return nil
+		}
+		return []string{"text"}
+	}
+	return t
 }

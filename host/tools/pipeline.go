@@ -20,12 +20,6 @@ import (
 	"github.com/ferryhq/ferry/storage"
 )
 
-// Bounds on what one audit row holds.
-const (
-	MaxAuditResult    = 2 << 10  // bytes of result summary or reason
-	MaxAuditArguments = 16 << 10 // bytes of (redacted) arguments
-)
-
 // ids are a random per-process prefix and a counter: unique across the host
 // processes sharing a database, and cheaper than a random read per call.
 var (
@@ -162,7 +156,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 
 	if st.dangerous {
 		r.log.Warn().Str("tool", e.name).Str("call_id", call.ID).Str("caller", call.Caller).
-			Str("origin", call.Origin).RawJSON("arguments", r.auditArguments(st)).Msg("running a dangerous tool")
+			Str("origin", call.Origin).RawJSON("arguments", logArguments(st)).Msg("running a dangerous tool")
 	}
 
 	// 7. run, 8. expectation
@@ -266,7 +260,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
 	ok, err := ui.Confirm(cctx, ConfirmRequest{
-		CallID: call.ID, Tool: e.name, Arguments: r.auditArguments(st), Origin: origin,
+		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
 		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID,
 		Requester: requesterOf(call), Page: call.Document,
@@ -398,28 +392,6 @@ func (r *Registry) runTimeout(ctx context.Context, e *entry, timeout time.Durati
 	return fail(CodeTimeout, "%s did not finish within %s; it may have had effects", e.name, timeout)
 }
 
-// auditArguments is the arguments as recorded and shown: secrets redacted, bounded.
-func (r *Registry) auditArguments(st *callState) json.RawMessage {
-	var b []byte
-	switch {
-	case st.args != nil && st.e != nil && st.e.schema.secret:
-		b, _ = marshalNoEscape(redact(st.args, st.e.schema.doc))
-	case st.canonical != nil:
-		b = st.canonical
-	case st.args != nil:
-		b, _ = marshalNoEscape(st.args)
-	case len(bytes.TrimSpace(st.call.Arguments)) == 0:
-		b = []byte("{}")
-	default:
-		// Arguments that did not parse are kept as text: that is what was sent.
-		b, _ = marshalNoEscape(truncate(string(st.call.Arguments), MaxAuditArguments))
-	}
-	if len(b) > MaxAuditArguments {
-		b, _ = marshalNoEscape(truncate(string(b), MaxAuditArguments))
-	}
-	return b
-}
-
 // truncate cuts s to at most n bytes on a character boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -450,15 +422,6 @@ func (r *Registry) record(st *callState, res Result) {
 			entry.Origin = st.e.tool.Origin
 		}
 	}
-	entry.Arguments = r.auditArguments(st)
-	if res.Success {
-		b, err := marshalNoEscape(res.Result)
-		if err != nil {
-			b = []byte(fmt.Sprintf("(result not JSON: %v)", err))
-		}
-		entry.Result = truncate(string(b), MaxAuditResult)
-	} else {
-		entry.Result = truncate(res.Reason, MaxAuditResult)
-	}
+	entry.Arguments, entry.Result = auditOf(st, res)
 	r.audit.Record(entry)
 }

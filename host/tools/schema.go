@@ -36,7 +36,6 @@ type Schema struct {
 
 	compiled *jsonschema.Schema
 	doc      any // JSON decoded, for redaction and error messages
-	secret   bool
 
 	// compile, when set, compiles on first use: the host's own tools, whose schemas
 	// the tests compile, wait until they are called, so a browser starting the host
@@ -377,7 +376,7 @@ func compileSchema(out []byte, lazy bool) (s *Schema, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Schema{JSON: out, doc: doc, secret: hasSecret(doc)}
+	s = &Schema{JSON: out, doc: doc}
 	if lazy {
 		s.compile = func() (*jsonschema.Schema, error) { return compileGo(goJSON) }
 		return s, nil
@@ -497,81 +496,6 @@ func translatePatterns(v any, path string) (any, error) {
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-// isSecret: a property whose schema has "x-secret": true or "format": "password"
-// holds a secret; the audit log and the dangerous-call warning show it redacted.
-func isSecret(schema map[string]any) bool {
-	return schema["x-secret"] == true || schema["format"] == "password"
-}
-
-func hasSecret(v any) bool {
-	switch x := v.(type) {
-	case map[string]any:
-		if isSecret(x) {
-			return true
-		}
-		for k, val := range x {
-			if !schemaValued[k] && hasSecret(val) {
-				return true
-			}
-		}
-	case []any:
-		for _, val := range x {
-			if hasSecret(val) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// Redacted is what the audit log shows in place of a secret value.
-const Redacted = "[redacted]"
-
-// redact returns args with every value a secret property schema covers replaced.
-// It follows properties, items and prefixItems, the places arguments nest in the
-// schemas tools declare; a secret reached only through $ref or a combinator is not
-// found, so mark the property itself.
-func redact(args any, schema any) any {
-	sm, ok := schema.(map[string]any)
-	if !ok {
-		return args
-	}
-	if isSecret(sm) {
-		return Redacted
-	}
-	switch a := args.(type) {
-	case map[string]any:
-		props, _ := sm["properties"].(map[string]any)
-		if props == nil {
-			return args
-		}
-		out := make(map[string]any, len(a))
-		for k, v := range a {
-			if ps, ok := props[k]; ok {
-				out[k] = redact(v, ps)
-			} else {
-				out[k] = v
-			}
-		}
-		return out
-	case []any:
-		prefix, _ := sm["prefixItems"].([]any)
-		out := make([]any, len(a))
-		for i, v := range a {
-			switch {
-			case i < len(prefix):
-				out[i] = redact(v, prefix[i])
-			case sm["items"] != nil:
-				out[i] = redact(v, sm["items"])
-			default:
-				out[i] = v
-			}
-		}
-		return out
-	}
-	return args
 }
 
 // Violation is one way arguments break a schema, located by JSON pointer.

@@ -64,6 +64,14 @@ type Tool struct {
 	// message: the handler ran, the result was not seen. It runs within the same
 	// timeout as Run.
 	Expect func(ctx context.Context, call *Call, result any) (Expectation, error)
+	// AuditShape names the top-level arguments and result fields that are bulk
+	// data (a file's body): the audit log and the log file keep their size and
+	// SHA-256, never their text. Secret, when set, names the arguments of one call
+	// that they never keep at all, decided once it has run (text typed into what the
+	// page says is a password field); result is nil when the call did not succeed.
+	// Arguments whose schema or name says secret are redacted without either.
+	AuditShape []string
+	Secret     func(call *Call, result any) []string
 	// ConfirmMessage is what the person is asked; empty means the description (the
 	// UI names the tool itself).
 	ConfirmMessage string

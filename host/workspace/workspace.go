@@ -151,6 +151,9 @@ func Tools(deps Deps) []tools.Tool {
 }`),
 		Source: tools.SourceBuiltin,
 		Kind:   tools.KindWrite,
+		// A file's body is the person's data: the audit log keeps its size and hash,
+		// so deleting the file leaves no copy of it there.
+		AuditShape: []string{"content"},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				Path    string  `json:"path"`
@@ -197,8 +200,9 @@ func Tools(deps Deps) []tools.Tool {
   "required": ["path"],
   "additionalProperties": false
 }`),
-		Source: tools.SourceBuiltin,
-		Kind:   tools.KindRead,
+		Source:     tools.SourceBuiltin,
+		Kind:       tools.KindRead,
+		AuditShape: []string{"content", "data_url"},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args readArgs
 			if err := call.Decode(&args); err != nil {
