@@ -257,7 +257,11 @@ func (db *DB) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pruning audit log: %w", err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if n > 0 {
+		db.purge(ctx)
+	}
+	return n, err
 }
 
 func (f AuditFilter) where() (string, []any) {

@@ -144,6 +144,7 @@ func (db *DB) UpdateConversation(ctx context.Context, id string, u ConversationU
 // DeleteConversation removes a conversation with its messages, runs, model calls and
 // task list: someone who deletes a chat expects what it held gone.
 func (db *DB) DeleteConversation(ctx context.Context, id string) error {
+	defer db.purge(ctx)
 	return db.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM conversations WHERE id = ?`, id)
 		if err != nil {

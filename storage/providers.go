@@ -204,5 +204,8 @@ func (db *DB) DeleteProvider(ctx context.Context, id string) (newDefault string,
 	if err != nil && !errors.Is(err, ErrProviderNotFound) {
 		return "", fmt.Errorf("removing provider %q: %w", id, err)
 	}
+	if err == nil {
+		db.purge(ctx) // its key went with it
+	}
 	return newDefault, err
 }

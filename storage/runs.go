@@ -262,7 +262,11 @@ func (db *DB) PruneModelCalls(ctx context.Context, before time.Time) (int64, err
 	if err != nil {
 		return 0, fmt.Errorf("pruning model calls: %w", err)
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if n > 0 {
+		db.purge(ctx)
+	}
+	return n, err
 }
 
 // stamp is the current time as the conversation and run tables store it: fixed

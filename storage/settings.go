@@ -66,6 +66,7 @@ func (db *DB) SetSecret(ctx context.Context, key string, value []byte) error {
 	if err != nil {
 		return fmt.Errorf("writing secret %q: %w", key, err)
 	}
+	db.purge(ctx) // a replaced value is gone from the files too
 	return nil
 }
 
@@ -87,6 +88,7 @@ func (db *DB) DeleteSecret(ctx context.Context, key string) error {
 	if _, err := db.sql.ExecContext(ctx, `DELETE FROM secrets WHERE key = ?`, key); err != nil {
 		return fmt.Errorf("deleting secret %q: %w", key, err)
 	}
+	db.purge(ctx)
 	return nil
 }
 

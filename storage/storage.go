@@ -65,6 +65,8 @@ func OpenFile(path string) (*DB, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// What a delete or an update frees is overwritten with zeros (erase.go).
+	q.Add("_pragma", "secure_delete(1)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	sqldb, err := sql.Open("sqlite", dsn)
@@ -75,6 +77,10 @@ func OpenFile(path string) (*DB, error) {
 	if err := db.migrate(context.Background()); err != nil {
 		sqldb.Close()
 		return nil, err
+	}
+	if err := db.scrubOnce(context.Background()); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("cleaning free pages of %s: %w", path, err)
 	}
 	return db, nil
 }

@@ -304,6 +304,7 @@ func (db *DB) Delete(ctx context.Context, p string) ([]FileInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deleting %s: %w", cp, err)
 	}
+	db.purge(ctx)
 	slices.SortFunc(removed, func(a, b FileInfo) int { return strings.Compare(a.Path, b.Path) })
 	return removed, nil
 }

@@ -135,5 +135,8 @@ func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool)
 		}
 		return FileInfo{}, fmt.Errorf("%s %s: %w", verb, cp, err)
 	}
+	if !asWrite {
+		db.purge(ctx) // what the undo replaced is gone
+	}
 	return info, nil
 }

@@ -1,0 +1,75 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+)
+
+// Deleted content leaves no trace in the files: someone who deletes a secret, a
+// file or a conversation expects it gone, not waiting in free pages for `strings
+// ferry.db`.
+//
+// Every connection runs with secure_delete, so what a DELETE or an UPDATE frees is
+// overwritten with zeros. In WAL mode those zeroed pages go to the write-ahead log
+// first: until a checkpoint copies them over, the database file still holds the old
+// bytes, and the log keeps the frames that carried them until it is reset and
+// overwritten. So after a deletion a person asked for, Purge checkpoints and empties
+// the log, and both files are clean when the call returns. (Content a write replaces
+// in passing, like a workspace version dropped past workspace.versions_kept, is
+// zeroed in the log at once and in the database file at SQLite's next automatic
+// checkpoint.)
+
+// Purge copies every page of the write-ahead log into the database file and empties
+// the log. It waits (busy_timeout) for other processes' readers to finish; one still
+// reading after that keeps the log, and ErrPurgeBusy says so: the next purge, or
+// SQLite's own checkpoint, finishes the job.
+func (db *DB) Purge(ctx context.Context) error {
+	var busy, frames, done int
+	if err := db.sql.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+		return fmt.Errorf("checkpointing %s: %w", db.path, err)
+	}
+	if busy != 0 {
+		return ErrPurgeBusy
+	}
+	return nil
+}
+
+// ErrPurgeBusy means another process was reading the database, so its write-ahead
+// log could not be emptied yet.
+var ErrPurgeBusy = fmt.Errorf("another process is reading the database; its log is emptied at the next checkpoint")
+
+// purge is Purge after a deletion that already succeeded: a busy log is not the
+// caller's failure.
+func (db *DB) purge(ctx context.Context) {
+	_ = db.Purge(ctx)
+}
+
+// scrubVersion marks (in the database header's user_version) a database whose free
+// pages were cleaned once. Databases written before secure_delete was on may hold
+// deleted content in free pages; one VACUUM rewrites the file without them. A fresh
+// or compact database has no free pages and is only marked.
+const scrubVersion = 1
+
+func (db *DB) scrubOnce(ctx context.Context) error {
+	var v, free int
+	if err := db.sql.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	if v >= scrubVersion {
+		return nil
+	}
+	if err := db.sql.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
+		return err
+	}
+	if free > 0 {
+		if _, err := db.sql.ExecContext(ctx, `VACUUM`); err != nil {
+			// Another process in the middle of a transaction: try at the next open.
+			return nil
+		}
+	}
+	if _, err := db.sql.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, scrubVersion)); err != nil {
+		return err
+	}
+	db.purge(ctx)
+	return nil
+}
