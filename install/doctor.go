@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -341,6 +342,13 @@ func (d *doctor) checkStorage() []Check {
 	}
 	out = append(out, Check{Name: "data directory", Status: OK, Detail: dir + " is writable"})
 
+	modes, ok := d.checkModes(dir)
+	out = append(out, modes)
+	if !ok {
+		skip := "not checked: the data directory is not this user's own"
+		return append(out, Check{Name: "database", Status: Skip, Detail: skip}, Check{Name: "log file", Status: Skip, Detail: skip})
+	}
+
 	st, err := d.env.openStore(dir)
 	if err != nil {
 		fix := "chmod u+rw " + d.quote(filepath.Join(dir, storage.DatabaseFile))
@@ -371,6 +379,41 @@ func (d *doctor) checkStorage() []Check {
 		out = append(out, Check{Name: "log file", Status: OK, Detail: logPath + " is writable"})
 	}
 	return out
+}
+
+// checkModes checks that the data directory, its database and its logs are the
+// user's own and closed to others. What another user owns fails (ferry refuses to
+// start on it); what others could read or change is tightened now, as the host
+// would at its next start, and said, since others may already have read it.
+func (d *doctor) checkModes(dir string) (Check, bool) {
+	c := Check{Name: "file modes"}
+	loose, err := storage.CheckDataDir(dir, true)
+	var oe *storage.OwnerError
+	switch {
+	case errors.As(err, &oe):
+		c.Status, c.Detail = Fail, oe.Error()
+		c.Fix = "sudo chown -R " + strconv.Itoa(oe.Uid) + " " + d.quote(dir)
+		return c, false
+	case err != nil:
+		c.Status, c.Detail = Fail, err.Error()
+		c.Fix = "chmod 700 " + d.quote(dir) + " && chmod 600 " + d.quote(filepath.Join(dir, storage.DatabaseFile))
+		return c, true
+	case len(loose) > 0:
+		parts := make([]string, len(loose))
+		for i, l := range loose {
+			parts[i] = l.String()
+		}
+		c.Status = Warn
+		c.Detail = strings.Join(parts, "; ") + "; tightened now. If other users could read the database, replace the keys it held (`ferry secret list`, `ferry provider list`)"
+		return c, true
+	}
+	c.Status = OK
+	if d.env.GOOS == "windows" {
+		c.Detail = dir + " is in the user's profile"
+	} else {
+		c.Detail = dir + " and its database are this user's alone (0700, 0600)"
+	}
+	return c, true
 }
 
 // checkDataDir returns ok, or the detail and fix of the problem.

@@ -258,3 +258,46 @@ func TestDoctorReportsBrokenDatabase(t *testing.T) {
 		t.Errorf("database check %+v:\n%s", c, reportText(r))
 	}
 }
+
+// The finding: an existing ferry.db or data directory left open to other users was
+// called healthy. Doctor now says what was open and tightens it (as the host does
+// at start); it fails on a data directory another user owns, with the command that
+// gives it back.
+func TestDoctorChecksModesAndOwner(t *testing.T) {
+	env, _ := testEnv(t, "linux")
+	mustInstall(t, env, Options{Browsers: []string{"chromium"}})
+	db := filepath.Join(env.DataDir, "ferry.db")
+	os.Chmod(env.DataDir, 0o755)
+	os.Chmod(db, 0o644)
+	r := runDoctor(t, env, DoctorOptions{})
+	c, ok := findCheck(r, "", "file modes", Warn)
+	if !ok || !strings.Contains(c.Detail, db+" was 0644 (other users could read it)") || !strings.Contains(c.Detail, "0755") {
+		t.Fatalf("loose modes: %+v\n%s", c, reportText(r))
+	}
+	for p, want := range map[string]os.FileMode{env.DataDir: 0o700, db: 0o600} {
+		if fi, _ := os.Stat(p); fi.Mode().Perm() != want {
+			t.Errorf("%s left at %o", p, fi.Mode().Perm())
+		}
+	}
+	if r = runDoctor(t, env, DoctorOptions{}); !r.Healthy {
+		t.Fatalf("not healthy once tightened:\n%s", reportText(r))
+	}
+	if _, ok := findCheck(r, "", "file modes", OK); !ok {
+		t.Errorf("file modes not ok once tightened:\n%s", reportText(r))
+	}
+
+	if os.Geteuid() != 0 {
+		t.Skip("giving the data directory to another user needs root")
+	}
+	if err := os.Chown(env.DataDir, 65534, 65534); err != nil {
+		t.Skip("chown:", err)
+	}
+	r = runDoctor(t, env, DoctorOptions{})
+	c, ok = findCheck(r, "", "file modes", Fail)
+	if r.Healthy || !ok || !strings.Contains(c.Detail, "belongs to another user (uid 65534)") || c.Fix != "sudo chown -R 0 "+env.DataDir {
+		t.Fatalf("foreign data directory: %+v\n%s", c, reportText(r))
+	}
+	if _, ok := findCheck(r, "", "database", Skip); !ok {
+		t.Errorf("the database of another user was opened:\n%s", reportText(r))
+	}
+}

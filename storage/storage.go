@@ -39,11 +39,12 @@ type DB struct {
 	stmts sync.Map // query → *sql.Stmt, prepared once (see stmt)
 }
 
-// Open creates dataDir if needed, opens (or creates) its database and brings the schema
+// Open creates dataDir if needed, makes it the user's own (SecureDataDir: refused
+// when another user owns it), opens (or creates) its database and brings the schema
 // up to date.
 func Open(dataDir string) (*DB, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data directory: %w", err)
+	if _, err := SecureDataDir(dataDir); err != nil {
+		return nil, err
 	}
 	return OpenFile(filepath.Join(dataDir, DatabaseFile))
 }

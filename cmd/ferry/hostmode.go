@@ -31,8 +31,11 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Error().Err(err).Msg("no data directory")
 		return 1
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		log.Error().Err(err).Str("data_dir", dataDir).Msg("cannot create the data directory; run `ferry doctor`")
+	// Before the log file is opened in it: a data directory that is not the user's
+	// own is refused, and one they own is tightened to 0700/0600.
+	tightened, err := storage.SecureDataDir(dataDir)
+	if err != nil {
+		log.Error().Err(err).Str("data_dir", dataDir).Msg("cannot use the data directory; run `ferry doctor`")
 		return 1
 	}
 	if lf, err := logfile.Open(storage.LogPath(dataDir), logfile.MaxBytes); err != nil {
@@ -40,6 +43,11 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		defer lf.Close()
 		log = zerolog.New(zerolog.MultiLevelWriter(lf, stderr)).With().Timestamp().Int("pid", os.Getpid()).Logger()
+	}
+
+	for _, l := range tightened {
+		log.Warn().Str("path", l.Path).Str("was", fmt.Sprintf("%04o", l.Mode)).Str("now", fmt.Sprintf("%04o", l.Want)).
+			Msg("tightened a file of the data directory that other users could reach")
 	}
 
 	db, err := storage.Open(dataDir)
