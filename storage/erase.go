@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -36,7 +37,7 @@ func (db *DB) Purge(ctx context.Context) error {
 
 // ErrPurgeBusy means another process was reading the database, so its write-ahead
 // log could not be emptied yet.
-var ErrPurgeBusy = fmt.Errorf("another process is reading the database; its log is emptied at the next checkpoint")
+var ErrPurgeBusy = errors.New("another process is reading the database; its log is emptied at the next checkpoint")
 
 // purge is Purge after a deletion that already succeeded: a busy log is not the
 // caller's failure.
@@ -44,31 +45,19 @@ func (db *DB) purge(ctx context.Context) {
 	_ = db.Purge(ctx)
 }
 
-// scrubVersion marks (in the database header's user_version) a database whose free
-// pages were cleaned once. Databases written before secure_delete was on may hold
-// deleted content in free pages; one VACUUM rewrites the file without them. A fresh
-// or compact database has no free pages and is only marked.
-const scrubVersion = 1
-
-func (db *DB) scrubOnce(ctx context.Context) error {
-	var v, free int
-	if err := db.sql.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return err
-	}
-	if v >= scrubVersion {
-		return nil
-	}
+// scrubFreePages cleans, once, the free pages of a database written before
+// secure_delete was on, which may hold deleted content: one VACUUM rewrites the file
+// without them. A fresh or compact database has no free pages and costs nothing.
+func (db *DB) scrubFreePages(ctx context.Context) error {
+	var free int
 	if err := db.sql.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
 		return err
 	}
-	if free > 0 {
-		if _, err := db.sql.ExecContext(ctx, `VACUUM`); err != nil {
-			// Another process in the middle of a transaction: try at the next open.
-			return nil
-		}
+	if free == 0 {
+		return nil
 	}
-	if _, err := db.sql.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, scrubVersion)); err != nil {
-		return err
+	if _, err := db.sql.ExecContext(ctx, `VACUUM`); err != nil {
+		return errUpkeepLater
 	}
 	db.purge(ctx)
 	return nil

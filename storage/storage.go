@@ -79,11 +79,44 @@ func OpenFile(path string) (*DB, error) {
 		sqldb.Close()
 		return nil, err
 	}
-	if err := db.scrubOnce(context.Background()); err != nil {
+	if err := db.upkeep(context.Background()); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("cleaning free pages of %s: %w", path, err)
+		return nil, err
 	}
 	return db, nil
+}
+
+// upkeeps are repairs of what an older ferry wrote that SQL migrations cannot make
+// (they run inside a transaction and know no Unicode), each run once per database
+// file: the header's user_version counts how many are done.
+var upkeeps = []struct {
+	what string
+	run  func(*DB, context.Context) error
+}{
+	{"cleaning the free pages", (*DB).scrubFreePages},
+	{"normalising workspace paths", (*DB).normalizeWorkspacePaths},
+}
+
+// errUpkeepLater: another process holds the database in a way the repair cannot
+// work around now; the next open tries again.
+var errUpkeepLater = errors.New("database busy: upkeep postponed")
+
+func (db *DB) upkeep(ctx context.Context) error {
+	var done int
+	if err := db.sql.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&done); err != nil {
+		return fmt.Errorf("reading %s: %w", db.path, err)
+	}
+	for i := done; i < len(upkeeps); i++ {
+		if err := upkeeps[i].run(db, ctx); errors.Is(err, errUpkeepLater) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s of %s: %w", upkeeps[i].what, db.path, err)
+		}
+		if _, err := db.sql.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, i+1)); err != nil {
+			return fmt.Errorf("%s of %s: %w", upkeeps[i].what, db.path, err)
+		}
+	}
+	return nil
 }
 
 // Close closes the database; the WAL is checkpointed by SQLite when the last

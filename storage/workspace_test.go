@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestCleanPath(t *testing.T) {
@@ -51,6 +53,20 @@ func TestCleanPath(t *testing.T) {
 		{strings.Repeat("abcdefg/", 129), "", ErrPathTooLong},
 		{"a/ /b", "", ErrPathEmptySegment},
 		{"a/\u3000", "", ErrPathEmptySegment},
+		// One name, one form: "é" as e + combining accent (NFD, as macOS sends
+		// names) is the same name as the single character.
+		{"/cafe\u0301.txt", "/caf\u00e9.txt", nil},
+		{"/Ame\u0301lie/\u1100\u1161", "/Am\u00e9lie/\uac00", nil},
+		{"/emoji-\U0001F469\U0001F3FD.txt", "/emoji-\U0001F469\U0001F3FD.txt", nil},
+		// Characters that make one name look like another are refused.
+		{"/invoice\u202Etxt.exe", "", ErrPathInvisible},
+		{"/a\u200Bb", "", ErrPathInvisible},
+		{"/a\u200Db", "", ErrPathInvisible},
+		{"/\uFEFFnotes.md", "", ErrPathInvisible},
+		{"/x\u2066y\u2069", "", ErrPathInvisible},
+		{"/\u3164", "", ErrPathInvisible},
+		{"/a\u2028b", "", ErrPathInvisible},
+		{"/tag\U000E0041", "", ErrPathInvisible},
 	}
 	for _, c := range cases {
 		got, err := CleanPath(c.in)
@@ -63,7 +79,7 @@ func TestCleanPath(t *testing.T) {
 // FuzzCleanPath: never panics; whatever it accepts is canonical, inside the root and
 // a fixed point.
 func FuzzCleanPath(f *testing.F) {
-	for _, s := range []string{"", "/", "a/b", "../x", "a/../../b", "//a//./b/", `a\b`, "a\x00", "文件/../x", strings.Repeat("a/", 600)} {
+	for _, s := range []string{"", "/", "cafe\u0301/\u202e", "a/b", "../x", "a/../../b", "//a//./b/", `a\b`, "a\x00", "文件/../x", strings.Repeat("a/", 600)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -87,6 +103,9 @@ func FuzzCleanPath(f *testing.F) {
 		}
 		if strings.ContainsAny(out, "\\\x00") {
 			t.Fatalf("CleanPath(%q) = %q: forbidden byte kept", in, out)
+		}
+		if !norm.NFC.IsNormalString(out) || strings.IndexFunc(out, invisible) >= 0 {
+			t.Fatalf("CleanPath(%q) = %q: not NFC, or an invisible character kept", in, out)
 		}
 		again, err := CleanPath(out)
 		if err != nil || again != out {
@@ -652,5 +671,59 @@ func BenchmarkWorkspaceWriteRead(b *testing.B) {
 	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(i), "cpu-µs/pair")
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.Logf("loadavg %s", strings.TrimSpace(string(load)))
+	}
+}
+
+// The finding: NFC/NFD twins of an existing name were accepted as a second file, and
+// names with bidi overrides or zero-width characters were kept. Twins are one file
+// now, and the refusal is an invalid path to every caller.
+func TestWorkspaceNameTwinsAreOneFile(t *testing.T) {
+	db, _ := openTemp(t)
+	ctx := context.Background()
+	if _, err := db.WriteFile(ctx, "/r\u00e9sum\u00e9.md", []byte("one"), ""); err != nil {
+		t.Fatal(err)
+	}
+	info, err := db.WriteFile(ctx, "/re\u0301sume\u0301.md", []byte("two"), "")
+	if err != nil || info.Version != 2 || info.Path != "/r\u00e9sum\u00e9.md" {
+		t.Fatalf("the NFD twin: %+v %v, want the same file at version 2", info, err)
+	}
+	if es, _ := db.List(ctx, "/"); len(es) != 1 {
+		t.Fatalf("two entries for one name: %+v", es)
+	}
+	_, err = db.WriteFile(ctx, "/report\u202Efdp.exe", []byte("x"), "")
+	if !errors.Is(err, ErrPathInvisible) || KindOf(err) != Invalid || !strings.Contains(err.Error(), "U+202E") {
+		t.Fatalf("bidi override: %v", err)
+	}
+}
+
+// Paths an older ferry stored in NFD or with invisible characters stay reachable:
+// the first open brings them to today's form, keeping both of two twins.
+func TestOldWorkspacePathsNormalisedOnce(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := db.WriteFile(ctx, "/caf\u00e9.txt", []byte("nfc"), ""); err != nil {
+		t.Fatal(err)
+	}
+	for p, body := range map[string]string{"/cafe\u0301.txt": "nfd", "/a\u200Bb/n\u202Ee.md": "hidden"} {
+		if _, err := db.sql.ExecContext(ctx, `INSERT INTO workspace_files(path, content, size, mime, is_text, created_at, modified_at)
+			VALUES (?, ?, ?, 'text/plain', 1, 'x', 'x')`, p, []byte(body), len(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.sql.ExecContext(ctx, `PRAGMA user_version = 1`)
+	db.Close()
+	db, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for p, want := range map[string]string{"/caf\u00e9.txt": "nfc", "/caf\u00e9 (2).txt": "nfd", "/ab/ne.md": "hidden"} {
+		if f, err := db.ReadFile(ctx, p); err != nil || string(f.Content) != want {
+			t.Errorf("%q: %q %v, want %q", p, f.Content, err, want)
+		}
 	}
 }

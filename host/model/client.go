@@ -208,12 +208,8 @@ func ValidateConfig(id, kind, baseURL, modelName string) error {
 	if kind != KindOpenAI && kind != KindAnthropic {
 		return invalidf("unknown provider kind %q: use openai (OpenAI, DeepSeek, Qwen, Ollama, vLLM, llama.cpp, LM Studio…) or anthropic", kind)
 	}
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalidf("base URL %q: give an http:// or https:// URL, e.g. https://api.openai.com/v1, http://localhost:11434/v1 or https://api.anthropic.com", baseURL)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return invalidf("base URL %q: leave out the query and fragment; the path of the API call is added to it", baseURL)
+	if err := CheckBaseURL(baseURL); err != nil {
+		return err
 	}
 	if strings.TrimSpace(modelName) == "" {
 		return invalidf("a model name is required (--model), e.g. gpt-4o-mini, deepseek-chat, qwen2.5:7b or claude-sonnet-4-5")

@@ -94,7 +94,8 @@ func View(ctx context.Context, db *storage.DB, p storage.ProviderConfig) (Provid
 	if err != nil {
 		return ProviderView{}, err
 	}
-	v := ProviderView{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, Model: p.Model, ContextWindow: p.ContextWindow,
+	// A URL stored before credentials were refused is never shown whole.
+	v := ProviderView{ID: p.ID, Kind: p.Kind, BaseURL: RedactURL(p.BaseURL), Model: p.Model, ContextWindow: p.ContextWindow,
 		MaxTokens: p.MaxTokens, APIKeyEnv: p.APIKeyEnv, Vision: !p.TextOnly, KeySet: src != KeySourceNone, KeySource: src, Default: p.Default,
 		Settings: settingsOf(p), Options: DetectOptions(p.Kind, p.BaseURL, p.Model, settingsOf(p))}
 	if v.ContextWindow <= 0 {
