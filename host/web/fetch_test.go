@@ -134,9 +134,10 @@ func TestToolDefinition(t *testing.T) {
 
 func TestSettingsRegistered(t *testing.T) {
 	for key, good := range map[string][]string{
-		SettingAllowPrivateHosts: {"", "127.0.0.1", "localhost, 10.0.0.0/8,::1,[fe80::1], *.corp.example, .lan"},
-		SettingMaxBodyBytes:      {"1024", "10485760"},
-		SettingMaxLength:         {"0", "5000"},
+		SettingAllowPrivateHosts: {"", "127.0.0.1", "localhost, 10.0.0.0/8,::1,[fe80::1], *.corp.example, .lan",
+			"localhost:8080, 127.0.0.1:3000, [::1]:3000, 10.0.0.0/8:22, [fd00::/8]:443, *.corp.example:8443, intranet."},
+		SettingMaxBodyBytes: {"1024", "10485760"},
+		SettingMaxLength:    {"0", "5000"},
 	} {
 		s, err := config.Lookup(key)
 		if err != nil {
@@ -149,7 +150,8 @@ func TestSettingsRegistered(t *testing.T) {
 		}
 	}
 	s, _ := config.Lookup(SettingAllowPrivateHosts)
-	for _, bad := range []string{"http://localhost", "localhost:8080", "10.0.0.0/33", "a..b", "*."} {
+	for _, bad := range []string{"http://localhost", "localhost:0", "localhost:65536", "localhost:http", "10.0.0.0/33", "a..b", "*.",
+		"::1:8080:x", "[::1", "fe80::1:80]", "user@host", "host/path", "[intranet]:80"} {
 		if err := s.Check(bad); err == nil {
 			t.Errorf("%s=%q accepted", SettingAllowPrivateHosts, bad)
 		}
@@ -325,40 +327,134 @@ func TestBlockedReason(t *testing.T) {
 		"2002:808:808::": false, "2001:4860:4860::8888": false, "2606:4700::1111": false,
 		"fe80::1%eth0": true,
 	} {
-		got := blockedReason(netip.MustParseAddr(addr)) != ""
+		got := BlockedReason(netip.MustParseAddr(addr)) != ""
 		if got != blocked {
-			t.Errorf("%s: blocked=%v, want %v (%q)", addr, got, blocked, blockedReason(netip.MustParseAddr(addr)))
+			t.Errorf("%s: blocked=%v, want %v (%q)", addr, got, blocked, BlockedReason(netip.MustParseAddr(addr)))
 		}
 	}
 }
 
 func TestAllowList(t *testing.T) {
-	al, err := parseAllowList(" Intranet.Example , 10.0.0.0/8, ::1, *.corp.example, .lan, 192.168.1.5 ")
+	al, err := ParseAllowList(" Intranet.Example , 10.0.0.0/8, ::1, *.corp.example, .lan, 192.168.1.5, wiki.example:8080, 127.0.0.1:3000, [fe80::1]:22, 172.16.0.0/12:443, [fd00::/8]:8443 ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for h, want := range map[string]bool{
-		"intranet.example": true, "INTRANET.example.": true, "x.intranet.example": false,
-		"a.corp.example": true, "corp.example": false, "printer.lan": true, "lan": false,
+	for _, c := range []struct {
+		host string
+		port uint16
+		want bool
+	}{
+		{"intranet.example", 80, true}, {"INTRANET.example.", 9999, true}, {"x.intranet.example", 80, false},
+		{"a.corp.example", 443, true}, {"corp.example", 443, false}, {"printer.lan", 631, true}, {"lan", 80, false},
+		{"wiki.example", 8080, true}, {"wiki.example", 80, false},
 	} {
-		if al.hostAllowed(h) != want {
-			t.Errorf("host %s: %v", h, !want)
+		if al.AllowsHost(c.host, c.port) != c.want {
+			t.Errorf("host %s:%d: %v", c.host, c.port, !c.want)
 		}
 	}
-	for a, want := range map[string]bool{
-		"10.9.8.7": true, "::ffff:10.9.8.7": true, "11.0.0.1": false, "::1": true,
-		"192.168.1.5": true, "192.168.1.6": false,
+	for _, c := range []struct {
+		addr string
+		port uint16
+		want bool
+	}{
+		{"10.9.8.7", 1, true}, {"::ffff:10.9.8.7", 1, true}, {"11.0.0.1", 1, false}, {"::1", 5, true},
+		{"192.168.1.5", 80, true}, {"192.168.1.6", 80, false},
+		{"127.0.0.1", 3000, true}, {"127.0.0.1", 3001, false}, {"fe80::1", 22, true}, {"fe80::1", 23, false},
+		{"172.20.1.1", 443, true}, {"172.20.1.1", 80, false}, {"fd12::1", 8443, true}, {"fd12::1", 443, false},
 	} {
-		if al.ipAllowed(netip.MustParseAddr(a)) != want {
-			t.Errorf("ip %s: %v", a, !want)
+		if al.AllowsAddr(netip.MustParseAddr(c.addr), c.port) != c.want {
+			t.Errorf("address %s port %d: %v", c.addr, c.port, !c.want)
 		}
+	}
+	var none *AllowList
+	if none.AllowsHost("localhost", 80) || none.AllowsAddr(netip.MustParseAddr("127.0.0.1"), 80) {
+		t.Error("a nil list allows")
+	}
+}
+
+// The finding: fetch.allow_private_hosts could not name a port. Allowing one port of
+// a loopback address lets that port through and no other.
+func TestAllowedPortOnly(t *testing.T) {
+	s := serve(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "dev server") })
+	other := serve(t, func(w http.ResponseWriter, r *http.Request) { t.Error("the other port was reached") })
+	_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
+	d := Deps{Settings: fakeSettings{SettingAllowPrivateHosts: "127.0.0.1:" + port}}
+	if res := mustOK(t, d, map[string]any{"url": s.URL}); res.Content != "dev server" {
+		t.Errorf("the allowed port: %+v", res)
+	}
+	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
+	mustFail(t, d, map[string]any{"url": other.URL}, tools.CodePermissionDenied, "loopback", "127.0.0.1:"+otherPort+" for that port only")
+	// By name, with a port.
+	d = Deps{Settings: fakeSettings{SettingAllowPrivateHosts: "dev.local:" + port}, resolver: fakeResolver{"dev.local": {"127.0.0.1"}}}
+	if res := mustOK(t, d, map[string]any{"url": "http://dev.local:" + port + "/"}); res.Content != "dev server" {
+		t.Errorf("the allowed name and port: %+v", res)
+	}
+	mustFail(t, d, map[string]any{"url": "http://dev.local:" + otherPort + "/"}, tools.CodePermissionDenied, "loopback")
+}
+
+// publicLoopback is BlockedReason with 127.0.0.2 playing a public host: the only way
+// to serve a "public" page from loopback.
+func publicLoopback(a netip.Addr) string {
+	if a == netip.MustParseAddr("127.0.0.2") {
+		return ""
+	}
+	return BlockedReason(a)
+}
+
+// The finding: an allowed private host was reachable by a redirect from any public
+// page. A redirect now reaches it only when the fetch started at a private host.
+func TestRedirectToAllowedPrivateOnlyFromPrivate(t *testing.T) {
+	reached := 0
+	private := serve(t, func(w http.ResponseWriter, r *http.Request) { reached++; fmt.Fprint(w, "router admin page") })
+	_, privPort, _ := net.SplitHostPort(private.Listener.Addr().String())
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skip("no 127.0.0.2 to play the public page:", err)
+	}
+	public := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hop":
+			http.Redirect(w, r, "/evil", http.StatusFound) // public to public first
+		case "/evil":
+			http.Redirect(w, r, "http://127.0.0.1:"+privPort+"/admin", http.StatusFound)
+		default:
+			fmt.Fprint(w, "public page")
+		}
+	})}}
+	public.Start()
+	defer public.Close()
+	_, pubPort, _ := net.SplitHostPort(l.Addr().String())
+	d := Deps{reason: publicLoopback, Settings: fakeSettings{SettingAllowPrivateHosts: "127.0.0.1:" + privPort}}
+
+	for _, path := range []string{"/evil", "/hop"} {
+		mustFail(t, d, map[string]any{"url": "http://127.0.0.2:" + pubPort + path}, tools.CodePermissionDenied,
+			"refused to follow a redirect to 127.0.0.1", "started at a public host")
+	}
+	if reached != 0 {
+		t.Fatalf("the allowed private host was reached %d times through a public page's redirect", reached)
+	}
+	// Directly, it is allowed; and a private start may redirect to it.
+	if res := mustOK(t, d, map[string]any{"url": private.URL + "/admin"}); res.Content != "router admin page" {
+		t.Errorf("direct fetch: %+v", res)
+	}
+	hopper := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:"+privPort+"/admin", http.StatusFound)
+	})
+	_, hopPort, _ := net.SplitHostPort(hopper.Listener.Addr().String())
+	d.Settings = fakeSettings{SettingAllowPrivateHosts: "127.0.0.1"}
+	if res := mustOK(t, d, map[string]any{"url": "http://127.0.0.1:" + hopPort + "/"}); res.Content != "router admin page" {
+		t.Errorf("private to private redirect: %+v", res)
+	}
+	// A public page redirecting to another public page is unaffected.
+	if res := mustOK(t, d, map[string]any{"url": "http://127.0.0.2:" + pubPort + "/"}); res.Content != "public page" {
+		t.Errorf("public page: %+v", res)
 	}
 }
 
 // The dialer's Control hook sees the address the socket connects to, whatever path
 // led there; it refuses loopback by itself.
 func TestControlRefusesLoopback(t *testing.T) {
-	g := newGuardedDialer(panicResolver{t}, &allowList{})
+	g := newGuardedDialer(panicResolver{t}, nil, &AllowList{}, false)
 	err := g.control("tcp4", "127.0.0.1:80", nil)
 	var be *BlockedError
 	if !errors.As(err, &be) || be.Addr != "127.0.0.1" {

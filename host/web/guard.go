@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptrace"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -16,57 +20,130 @@ type hostResolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// allowList is the parsed form of fetch.allow_private_hosts.
-type allowList struct {
-	hosts    map[string]bool // exact host names, lower case, no trailing dot
-	suffixes []string        // ".corp.example" from "*.corp.example" or ".corp.example"
-	prefixes []netip.Prefix  // CIDRs, and single IPs as /32 or /128
+// AllowList is a parsed list of private destinations that may be reached although
+// they are loopback, private, link-local or metadata addresses: the syntax of
+// fetch.allow_private_hosts, which other settings of the same kind reuse. Entries
+// are comma-separated:
+//
+//	intranet.example        a host name, any port
+//	*.corp.example          every name below corp.example (also ".corp.example")
+//	127.0.0.1, [::1], ::1   an address, any port
+//	10.0.0.0/8, fd00::/8    every address of a CIDR
+//	intranet.example:8080   any of the above with a port: that port only
+//	127.0.0.1:8080, [::1]:8080, 10.0.0.0/8:8080, [fd00::/8]:8080
+//
+// An entry that is none of these is an error, so that a typo is not silently
+// ignored. The zero value and nil allow nothing.
+type AllowList struct {
+	entries []allowEntry
 }
 
-// parseAllowList reads the comma-separated setting. An entry that is neither a CIDR, an
-// IP nor a host name is an error, so a typo is not silently ignored.
-func parseAllowList(v string) (*allowList, error) {
-	al := &allowList{hosts: map[string]bool{}}
+type allowEntry struct {
+	host   string       // exact host name, lower case, no trailing dot
+	suffix string       // ".corp.example"
+	prefix netip.Prefix // a CIDR, or a single address as /32 or /128
+	port   uint16       // 0: any port
+}
+
+// ParseAllowList reads a comma-separated list.
+func ParseAllowList(v string) (*AllowList, error) {
+	al := &AllowList{}
 	for _, raw := range strings.Split(v, ",") {
 		e := strings.ToLower(strings.TrimSpace(raw))
 		if e == "" {
 			continue
 		}
-		e = strings.TrimSuffix(strings.TrimPrefix(e, "["), "]")
-		if p, err := netip.ParsePrefix(e); err == nil {
-			if p.Addr().Is4In6() {
-				bits := p.Bits() - 96
-				if bits < 0 {
-					return nil, fmt.Errorf("%q: an IPv4-mapped prefix needs at least /96", raw)
-				}
-				p = netip.PrefixFrom(p.Addr().Unmap(), bits)
-			}
-			al.prefixes = append(al.prefixes, p.Masked())
-			continue
+		entry, err := parseAllowEntry(e)
+		if err != nil {
+			return nil, fmt.Errorf("%q %s", strings.TrimSpace(raw), err)
 		}
-		if a, err := netip.ParseAddr(e); err == nil {
-			a = a.Unmap().WithZone("")
-			al.prefixes = append(al.prefixes, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		e = strings.TrimSuffix(e, ".")
-		if rest, ok := strings.CutPrefix(e, "*."); ok {
-			if !validHostName(rest) {
-				return nil, fmt.Errorf("%q is not a host name, IP address or CIDR", strings.TrimSpace(raw))
-			}
-			al.suffixes = append(al.suffixes, "."+rest)
-			continue
-		}
-		if rest, ok := strings.CutPrefix(e, "."); ok && validHostName(rest) {
-			al.suffixes = append(al.suffixes, e)
-			continue
-		}
-		if !validHostName(e) {
-			return nil, fmt.Errorf("%q is not a host name, IP address or CIDR (no ports or schemes)", strings.TrimSpace(raw))
-		}
-		al.hosts[e] = true
+		al.entries = append(al.entries, entry)
 	}
 	return al, nil
+}
+
+func parseAllowEntry(e string) (allowEntry, error) {
+	if strings.Contains(e, "://") || strings.ContainsAny(e, "/?#@") && !looksLikeCIDR(e) {
+		return allowEntry{}, errors.New("is not a host name, IP address or CIDR with an optional :port (no schemes, paths or user names)")
+	}
+	// An address or a CIDR, bare: "::1" and "fd00::/8" hold colons that are no port.
+	if p, err := parsePrefix(e); err == nil {
+		return allowEntry{prefix: p}, nil
+	}
+	// "[::1]" or "[fd00::/8]" without a port.
+	if inner, ok := strings.CutPrefix(e, "["); ok && strings.HasSuffix(inner, "]") {
+		if p, err := parsePrefix(strings.TrimSuffix(inner, "]")); err == nil {
+			return allowEntry{prefix: p}, nil
+		}
+		return allowEntry{}, errors.New("is not an IP address or CIDR in brackets")
+	}
+	name, port := e, uint16(0)
+	if i := strings.LastIndex(e, ":"); i >= 0 {
+		n, err := strconv.ParseUint(e[i+1:], 10, 16)
+		if err != nil || n == 0 {
+			return allowEntry{}, fmt.Errorf("has port %q, not a number from 1 to 65535", e[i+1:])
+		}
+		name, port = e[:i], uint16(n)
+		if inner, ok := strings.CutPrefix(name, "["); ok {
+			p, err := parsePrefix(strings.TrimSuffix(inner, "]"))
+			if !strings.HasSuffix(inner, "]") || err != nil {
+				return allowEntry{}, errors.New("has brackets around something that is not an IP address or CIDR")
+			}
+			return allowEntry{prefix: p, port: port}, nil
+		}
+		if p, err := parsePrefix(name); err == nil {
+			return allowEntry{prefix: p, port: port}, nil
+		}
+		if strings.Contains(name, ":") {
+			return allowEntry{}, errors.New("is not a host name, IP address or CIDR: write an IPv6 address with a port in brackets, like [::1]:8080")
+		}
+	}
+	name = strings.TrimSuffix(name, ".")
+	if rest, ok := strings.CutPrefix(name, "*."); ok {
+		name = "." + rest
+	}
+	if rest, ok := strings.CutPrefix(name, "."); ok {
+		if !validHostName(rest) {
+			return allowEntry{}, errors.New("is not a host name, IP address or CIDR")
+		}
+		return allowEntry{suffix: name, port: port}, nil
+	}
+	if !validHostName(name) {
+		return allowEntry{}, errors.New("is not a host name, IP address or CIDR with an optional :port (no schemes or paths)")
+	}
+	return allowEntry{host: name, port: port}, nil
+}
+
+func looksLikeCIDR(e string) bool {
+	_, err := parsePrefix(strings.Trim(e, "[]"))
+	if err == nil {
+		return true
+	}
+	if i := strings.LastIndex(e, ":"); i >= 0 {
+		_, err = parsePrefix(strings.Trim(e[:i], "[]"))
+	}
+	return err == nil
+}
+
+// parsePrefix reads a CIDR or a single address (as its /32 or /128), IPv4-mapped
+// IPv6 folded to IPv4.
+func parsePrefix(e string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(e); err == nil {
+		if p.Addr().Is4In6() {
+			bits := p.Bits() - 96
+			if bits < 0 {
+				return netip.Prefix{}, errors.New("an IPv4-mapped prefix needs at least /96")
+			}
+			p = netip.PrefixFrom(p.Addr().Unmap(), bits)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(e)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap().WithZone("")
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 func validHostName(h string) bool {
@@ -87,29 +164,31 @@ func validHostName(h string) bool {
 	return true
 }
 
-func (al *allowList) hostAllowed(host string) bool {
+// AllowsHost reports whether a host name (not an address) is allowed at port.
+func (al *AllowList) AllowsHost(host string, port uint16) bool {
 	if al == nil {
 		return false
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if al.hosts[host] {
-		return true
-	}
-	for _, s := range al.suffixes {
-		if strings.HasSuffix(host, s) {
+	for _, e := range al.entries {
+		if e.port != 0 && e.port != port {
+			continue
+		}
+		if (e.host != "" && e.host == host) || (e.suffix != "" && strings.HasSuffix(host, e.suffix)) {
 			return true
 		}
 	}
 	return false
 }
 
-func (al *allowList) ipAllowed(a netip.Addr) bool {
+// AllowsAddr reports whether an address is allowed at port.
+func (al *AllowList) AllowsAddr(a netip.Addr, port uint16) bool {
 	if al == nil {
 		return false
 	}
 	a = a.Unmap().WithZone("")
-	for _, p := range al.prefixes {
-		if p.Contains(a) {
+	for _, e := range al.entries {
+		if e.prefix.IsValid() && (e.port == 0 || e.port == port) && e.prefix.Contains(a) {
 			return true
 		}
 	}
@@ -143,10 +222,11 @@ var (
 	}
 )
 
-// blockedReason says why an address must not be dialled, or "" when it may. Addresses
+// BlockedReason says why an address must not be reached unless allowed (loopback,
+// private, link-local, metadata, …), or "" when it is public. Addresses
 // that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are judged by
 // the IPv4 address too, since a gateway would forward to it.
-func blockedReason(a netip.Addr) string {
+func BlockedReason(a netip.Addr) string {
 	a = a.WithZone("")
 	if a.Is4In6() {
 		a = a.Unmap()
@@ -198,7 +278,7 @@ func blockedReason(a netip.Addr) string {
 		embedded = netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]})
 	}
 	if embedded.IsValid() {
-		if r := blockedReason(embedded); r != "" {
+		if r := BlockedReason(embedded); r != "" {
 			return r + " (embedded in " + a.String() + ")"
 		}
 	}
@@ -210,7 +290,11 @@ func blockedReason(a netip.Addr) string {
 type BlockedError struct {
 	Host   string // the host name of the URL ("" when the URL held an IP)
 	Addr   string // the address that was refused ("" when refused by name)
+	Port   uint16
 	Reason string
+	// Redirected: the destination is allowed, but a redirect led to it from a fetch
+	// that started at a public host.
+	Redirected bool
 }
 
 func (e *BlockedError) Error() string {
@@ -223,12 +307,23 @@ func (e *BlockedError) Error() string {
 	default:
 		what = fmt.Sprintf("%q (%s)", e.Host, e.Reason)
 	}
+	if e.Redirected {
+		return fmt.Sprintf("refused to follow a redirect to %s: the fetch started at a public host, and an allowed private host is reached by a redirect only from a private one (a public page must not steer the fetch into your network); fetch the private URL directly if you mean it",
+			what)
+	}
 	allow := e.Addr
 	if allow == "" {
 		allow = e.Host
 	}
-	return fmt.Sprintf("refused to connect to %s: loopback, private, link-local and metadata addresses are blocked so that a fetched page cannot reach your network; to allow it, add %q (or a CIDR containing it%s) to the setting %s, e.g. `ferry config set %s %s`",
-		what, allow, orHostName(e), SettingAllowPrivateHosts, SettingAllowPrivateHosts, allow)
+	if strings.Contains(allow, ":") {
+		allow = "[" + allow + "]"
+	}
+	withPort := ""
+	if e.Port != 0 {
+		withPort = fmt.Sprintf(" (%s:%d for that port only)", allow, e.Port)
+	}
+	return fmt.Sprintf("refused to connect to %s: loopback, private, link-local and metadata addresses are blocked so that a fetched page cannot reach your network; to allow it, add %q%s (or a CIDR containing it%s) to the setting %s, e.g. `ferry config set %s %s`",
+		what, allow, withPort, orHostName(e), SettingAllowPrivateHosts, SettingAllowPrivateHosts, allow)
 }
 
 func orHostName(e *BlockedError) string {
@@ -240,17 +335,42 @@ func orHostName(e *BlockedError) string {
 
 // guardedDialer resolves names itself and dials the checked IP literal, so that what
 // was checked is exactly what is connected to: a DNS answer that changes between the
-// check and the connect (rebinding) never reaches the socket.
+// check and the connect (rebinding) never reaches the socket. A public chain's
+// dialer (publicChain) ignores the allow list and says why when it would have
+// allowed the destination.
 type guardedDialer struct {
-	resolver hostResolver
-	allow    *allowList
-	dialer   net.Dialer
+	resolver    hostResolver
+	reason      func(netip.Addr) string // BlockedReason; tests make one loopback address "public"
+	allow       *AllowList
+	publicChain bool
+	dialer      net.Dialer
 }
 
-func newGuardedDialer(r hostResolver, allow *allowList) *guardedDialer {
-	g := &guardedDialer{resolver: r, allow: allow}
+func newGuardedDialer(r hostResolver, reason func(netip.Addr) string, allow *AllowList, publicChain bool) *guardedDialer {
+	if reason == nil {
+		reason = BlockedReason
+	}
+	g := &guardedDialer{resolver: r, reason: reason, allow: allow, publicChain: publicChain}
 	g.dialer.Control = g.control
 	return g
+}
+
+// allowsAddr and allowsHost are the allow list as this dialer applies it.
+func (g *guardedDialer) allowsAddr(a netip.Addr, port uint16) bool {
+	return !g.publicChain && g.allow.AllowsAddr(a, port)
+}
+
+func (g *guardedDialer) allowsHost(h string, port uint16) bool {
+	return !g.publicChain && g.allow.AllowsHost(h, port)
+}
+
+func (g *guardedDialer) blocked(host string, a netip.Addr, port uint16, reason string) *BlockedError {
+	addr := ""
+	if a.IsValid() {
+		addr = a.Unmap().String()
+	}
+	redirected := g.publicChain && (g.allow.AllowsHost(host, port) || (a.IsValid() && g.allow.AllowsAddr(a, port)))
+	return &BlockedError{Host: host, Addr: addr, Port: port, Reason: reason, Redirected: redirected}
 }
 
 // control is the last line of defence: it sees the address the socket is about to
@@ -260,21 +380,23 @@ func (g *guardedDialer) control(network, address string, _ syscall.RawConn) erro
 	if err != nil {
 		return &BlockedError{Addr: address, Reason: "unparseable address"}
 	}
-	if r := blockedReason(ap.Addr()); r != "" && !g.allow.ipAllowed(ap.Addr()) {
-		return &BlockedError{Addr: ap.Addr().Unmap().String(), Reason: r}
+	if r := g.reason(ap.Addr()); r != "" && !g.allowsAddr(ap.Addr(), ap.Port()) {
+		return g.blocked("", ap.Addr(), ap.Port(), r)
 	}
 	return nil
 }
 
 func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, port, err := net.SplitHostPort(addr)
+	host, portText, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
 	}
+	p, _ := strconv.ParseUint(portText, 10, 16)
+	port := uint16(p)
 	lower := strings.TrimSuffix(strings.ToLower(host), ".")
-	byName := g.allow.hostAllowed(lower)
+	byName := g.allowsHost(lower, port)
 	if metadataHosts[lower] && !byName {
-		return nil, &BlockedError{Host: host, Reason: "cloud metadata host name"}
+		return nil, g.blocked(host, netip.Addr{}, port, "cloud metadata host name")
 	}
 
 	var ips []netip.Addr
@@ -295,9 +417,9 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 	var lastErr error
 	for _, ip := range ips {
 		ip = ip.Unmap().WithZone("")
-		if r := blockedReason(ip); r != "" && !byName && !g.allow.ipAllowed(ip) {
+		if r := g.reason(ip); r != "" && !byName && !g.allowsAddr(ip, port) {
 			if firstBlock == nil {
-				firstBlock = &BlockedError{Host: host, Addr: ip.String(), Reason: r}
+				firstBlock = g.blocked(host, ip, port, r)
 			}
 			continue
 		}
@@ -307,7 +429,7 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 			// address the name legitimately points to.
 			d.Control = nil
 		}
-		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), portText))
 		if err == nil {
 			return conn, nil
 		}
@@ -321,4 +443,66 @@ func (g *guardedDialer) DialContext(ctx context.Context, network, addr string) (
 		return nil, lastErr
 	}
 	return nil, firstBlock
+}
+
+// chainTransport applies the redirect rule: a redirect reaches an allowed private
+// host only when the request started at a private host. Otherwise a public page the
+// model was told to read could point the fetch, by one 302, at the router or the
+// intranet the person allowed for their own use. The first request of a chain goes
+// through open (the allow list applies) and notes which address it connected to;
+// each redirect goes through open again only when that address was private, and
+// else through strict (the allow list ignored). The two never share connections.
+type chainTransport struct {
+	open, strict http.RoundTripper
+	reason       func(netip.Addr) string
+}
+
+type chainKey struct{}
+
+// chainStart records where the first request of a chain connected.
+type chainStart struct {
+	mu      sync.Mutex
+	private bool
+	known   bool
+}
+
+func (c *chainStart) connected(addr net.Addr, reason func(netip.Addr) string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.known {
+		return
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		c.private, c.known = reason(ta.AddrPort().Addr().Unmap()) != "", true
+	}
+}
+
+func (c *chainStart) startedPrivate() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.known && c.private
+}
+
+func (t *chainTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Response == nil {
+		st := &chainStart{}
+		ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { st.connected(info.Conn.RemoteAddr(), t.reason) },
+		})
+		return t.open.RoundTrip(req.WithContext(context.WithValue(ctx, chainKey{}, st)))
+	}
+	// A redirect: the client made req from the response to the previous request,
+	// which is the one this transport passed on, carrying the chain's start.
+	var st *chainStart
+	if prev := req.Response.Request; prev != nil {
+		st, _ = prev.Context().Value(chainKey{}).(*chainStart)
+	}
+	if st == nil {
+		st = &chainStart{} // unknown: treated as public
+	}
+	req = req.WithContext(context.WithValue(req.Context(), chainKey{}, st))
+	if st.startedPrivate() {
+		return t.open.RoundTrip(req)
+	}
+	return t.strict.RoundTrip(req)
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -55,10 +56,10 @@ const (
 func init() {
 	config.Register(config.Setting{
 		Key:         SettingAllowPrivateHosts,
-		Description: "host names (exact, or *.suffix), IP addresses and CIDRs that web_fetch may reach although they are loopback, private, link-local or metadata addresses (comma-separated)",
+		Description: "host names (exact, or *.suffix), IP addresses and CIDRs, each with an optional :port, that web_fetch may reach although they are loopback, private, link-local or metadata addresses (comma-separated, e.g. intranet.example:8080, 127.0.0.1, [::1]:3000, 10.0.0.0/8); a redirect reaches them only from a fetch that started at a private host",
 		Default:     "",
 		Validate: func(v string) error {
-			_, err := parseAllowList(v)
+			_, err := ParseAllowList(v)
 			return err
 		},
 	})
@@ -96,9 +97,10 @@ type Deps struct {
 	Settings   config.Settings // nil: every setting at its default
 	Summarizer Summarizer      // nil: no model configured; a call with prompt fails clearly
 
-	// Test hooks, unexported so production code always gets the real resolver and the
-	// 30 s timeout.
+	// Test hooks, unexported so production code always gets the real resolver, the
+	// real address classes and the 30 s timeout.
 	resolver hostResolver
+	reason   func(netip.Addr) string
 	timeout  time.Duration
 }
 
@@ -156,12 +158,12 @@ func (d Deps) settings(ctx context.Context) *config.Snapshot {
 	return d.Settings.Snapshot(ctx)
 }
 
-// allowList is fetch.allow_private_hosts; a stored value that no longer parses
+// allowListOf is fetch.allow_private_hosts; a stored value that no longer parses
 // reads as the default, which allows no private address.
-func allowListOf(s *config.Snapshot) *allowList {
-	al, err := parseAllowList(s.String(SettingAllowPrivateHosts))
+func allowListOf(s *config.Snapshot) *AllowList {
+	al, err := ParseAllowList(s.String(SettingAllowPrivateHosts))
 	if err != nil {
-		al, _ = parseAllowList("")
+		al, _ = ParseAllowList("")
 	}
 	return al
 }
@@ -174,22 +176,27 @@ func NewClient(ctx context.Context, s config.Settings, timeout time.Duration) *h
 	return d.client(allowListOf(d.settings(ctx)), timeout)
 }
 
-func (d Deps) client(al *allowList, timeout time.Duration) *http.Client {
+func (d Deps) client(al *AllowList, timeout time.Duration) *http.Client {
 	var r hostResolver = net.DefaultResolver
 	if d.resolver != nil {
 		r = d.resolver
 	}
-	g := newGuardedDialer(r, al)
-	tr := &http.Transport{
-		Proxy:                  nil,
-		DialContext:            g.DialContext,
-		ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off otherwise
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxResponseHeaderBytes: 1 << 20,
-		IdleConnTimeout:        30 * time.Second,
+	reason := d.reason
+	if reason == nil {
+		reason = BlockedReason
+	}
+	transport := func(publicChain bool) *http.Transport {
+		return &http.Transport{
+			Proxy:                  nil,
+			DialContext:            newGuardedDialer(r, reason, al, publicChain).DialContext,
+			ForceAttemptHTTP2:      true, // a custom DialContext turns HTTP/2 off otherwise
+			TLSHandshakeTimeout:    10 * time.Second,
+			MaxResponseHeaderBytes: 1 << 20,
+			IdleConnTimeout:        30 * time.Second,
+		}
 	}
 	return &http.Client{
-		Transport: tr,
+		Transport: &chainTransport{open: transport(false), strict: transport(true), reason: reason},
 		Timeout:   timeout,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			// via holds every request so far, so redirect number n sees len(via) == n.
