@@ -245,3 +245,44 @@ func TestAllowPrivateHostPortRealBinary(t *testing.T) {
 		t.Errorf("a bad port accepted: %s", stderr)
 	}
 }
+
+// Secrets never reach the logs: a search API key that travels in a request's query
+// (Google's key=) was repeated by a transport error into the tool result, the audit
+// log and the log file.
+func TestSecretsNeverInLogsRealBinary(t *testing.T) {
+	home := t.TempDir()
+	key := randomMarker("AIzaSy")
+	if _, stderr, code := runFerry(t, home, key+"\n", "secret", "set", "search.google.key"); code != 0 {
+		t.Fatal(stderr)
+	}
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	endpoint := "http://" + closed.Addr().String() + "/customsearch/v1"
+	closed.Close() // nothing listens there: the request fails in transport
+	mustSet(t, home, "search.engine", "google", "search.google.cx", "cx-1", "search.google.endpoint", endpoint,
+		"fetch.allow_private_hosts", "127.0.0.1")
+	res, out := ferryCall(t, home, "web_search", map[string]any{"query": "ferry"})
+	if res["success"] != false || !strings.Contains(out, "could not be reached") {
+		t.Fatalf("search against a closed port: %s", out)
+	}
+	if strings.Contains(out, key) {
+		t.Fatalf("the failure shows the key: %s", out)
+	}
+	logs, _ := os.ReadFile(storage.LogPath(home))
+	if bytes.Contains(logs, []byte(key)) {
+		t.Errorf("the log file holds the key")
+	}
+	db, err := storage.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, _ := db.QueryAudit(context.Background(), storage.AuditFilter{Tool: "web_search"})
+	for _, r := range rows {
+		if strings.Contains(r.Result+string(r.Arguments), key) {
+			t.Errorf("the audit row holds the key: %s", r.Result)
+		}
+	}
+	if len(rows) == 0 {
+		t.Errorf("no audit row for the search")
+	}
+}

@@ -261,6 +261,15 @@ func transportFailure(ctx context.Context, engine string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	// The error names the URL, and an API key may travel in its query (Google's
+	// key=): the failure goes to the model, the audit log and the log file.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.RawQuery != "" {
+			u.RawQuery = ""
+			ue.URL = u.String() + "?…"
+		}
+	}
 	return tools.Failf(tools.CodeHandlerError, "%s could not be reached: %v", labels[engine], err)
 }
 
