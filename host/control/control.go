@@ -7,7 +7,9 @@
 // it and a small JSON description in <pid>.json. A client must present the token in
 // a first control.hello request; the connection then speaks the same framing and
 // JSON-RPC as the extension's native port, against the same methods and registry.
-// There is no TCP port: no web page can reach it.
+// Until the token is accepted a client costs the host little: one frame of at most
+// MaxHelloFrame bytes, read under HelloTimeout, in one of MaxPendingClients places
+// (server.go). There is no TCP port: no web page can reach it.
 //
 // On Windows the transport is a named pipe that only the current user may open and
 // no remote client can reach (sys_windows.go); the token and description files are
