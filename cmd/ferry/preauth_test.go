@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -114,11 +115,11 @@ func flood(t testing.TB, sock string, n int, size uint32) map[int]int {
 
 // preAuthFlood runs the finding against a real host and returns its idle RSS and its
 // peak RSS (KiB) while 100 clients each send a 60 MiB frame before any token.
-func preAuthFlood(t testing.TB) (idle, peak int64, codes map[int]int) {
+func preAuthFlood(t testing.TB) (idle, peak int64, codes map[int]int, home string) {
 	if runtime.GOOS != "linux" {
 		t.Skip("measures the host's memory through /proc")
 	}
-	home := t.TempDir()
+	home = t.TempDir()
 	h := startHost(t, home, pinnedOrigin)
 	h.send(req(1, "host.hello", map[string]any{"protocol": 1}))
 	h.recv()
@@ -140,11 +141,11 @@ func preAuthFlood(t testing.TB) (idle, peak int64, codes map[int]int) {
 	if err := c.Call(context.Background(), "host.ping", map[string]any{"payload": "still here"}, &out); err != nil || out["payload"] != "still here" {
 		t.Fatalf("ping after the flood: %v %v", out, err)
 	}
-	return idle, peak, codes
+	return idle, peak, codes, home
 }
 
 func TestControlSocketPreAuthFloodIsBounded(t *testing.T) {
-	idle, peak, codes := preAuthFlood(t)
+	idle, peak, codes, home := preAuthFlood(t)
 	t.Logf("host RSS idle %d KiB, peak %d KiB during the flood (+%.1f MiB); answers %v; loadavg %s",
 		idle, peak, float64(peak-idle)/1024, codes, loadavg())
 	if grown := peak - idle; grown > 64<<10 {
@@ -156,13 +157,18 @@ func TestControlSocketPreAuthFloodIsBounded(t *testing.T) {
 	if codes[protocol.CodeUnauthorized] == 0 {
 		t.Errorf("answers %v: no client reached the size check", codes)
 	}
+	// A flood does not flood the log file.
+	log, _ := os.ReadFile(filepath.Join(home, "logs", "ferry.log"))
+	if n := strings.Count(string(log), "refused clients before the token"); n == 0 || n > 3 {
+		t.Errorf("%d log lines about refused clients for one flood", n)
+	}
 }
 
 // BenchmarkControlSocketPreAuthFlood prints the figure: the host's peak
 // memory above idle while 100 unauthenticated clients each send a 60 MiB frame.
 func BenchmarkControlSocketPreAuthFlood(b *testing.B) {
 	for b.Loop() {
-		idle, peak, _ := preAuthFlood(b)
+		idle, peak, _, _ := preAuthFlood(b)
 		b.ReportMetric(float64(peak-idle)/1024, "MiB-above-idle")
 		b.ReportMetric(float64(peak)/1024, "MiB-peak")
 		b.Logf("loadavg %s", loadavg())

@@ -66,6 +66,29 @@ type Server struct {
 	pending int // connections that have not yet presented the token
 	closed  bool
 	wg      sync.WaitGroup
+
+	// Refusals are logged at most every refusalLogEvery, with a count, so that a
+	// flood of clients cannot flood the log file (and rotate away what matters).
+	refusedMu     sync.Mutex
+	refused       int
+	refusedLogged time.Time
+}
+
+const refusalLogEvery = 10 * time.Second
+
+// noteRefusal logs why a client was refused, or counts it for the next line.
+func (s *Server) noteRefusal(why string) {
+	s.refusedMu.Lock()
+	s.refused++
+	now := time.Now()
+	if now.Sub(s.refusedLogged) < refusalLogEvery {
+		s.refusedMu.Unlock()
+		return
+	}
+	n := s.refused
+	s.refused, s.refusedLogged = 0, now
+	s.refusedMu.Unlock()
+	s.opts.Log.Warn().Str("reason", why).Int("refused", n).Msg("control: refused clients before the token (at most one line every 10 s)")
 }
 
 // Peer is one connected client.
@@ -226,7 +249,7 @@ func (s *Server) accept() {
 		p := &Peer{nc: nc}
 		if reason := s.admit(p); reason != "" {
 			// Said inline, with a short deadline: a refused client gets no goroutine.
-			s.opts.Log.Warn().Str("reason", reason).Msg("control: refusing a client")
+			s.noteRefusal(reason)
 			nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 			writeMessage(nc, &protocol.Message{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: protocol.Errorf(protocol.CodeBusy, "%s; try again shortly", reason)})
 			nc.Close()
@@ -282,8 +305,14 @@ func (s *Server) serve(p *Peer) {
 		s.pending--
 		s.mu.Unlock()
 	})
-	if err != nil {
-		s.opts.Log.Warn().Err(err).Msg("control: a client was refused before the token")
+	var he *HelloError
+	switch {
+	case errors.As(err, &he) && he.Silent:
+		// A client that hung up without a word: the liveness check of `ferry run`
+		// and `ferry mcp` looking for hosts does exactly that.
+		return
+	case err != nil:
+		s.noteRefusal(err.Error())
 		return
 	}
 	s.Touch()
