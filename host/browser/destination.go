@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,7 +33,7 @@ func init() {
 	config.Register(config.Setting{
 		Key: SettingAllowPrivateHosts,
 		Description: "comma-separated destinations on this computer or its network that open_tab and browser_navigate open without asking: " +
-			"the syntax of " + web.SettingAllowPrivateHosts + " (host names, *.suffixes, IP addresses, CIDRs), plus file:// (every local file) " +
+			"the syntax of " + web.SettingAllowPrivateHosts + " (host names, *.suffixes, IP addresses, CIDRs, each with an optional :port), plus file:// (every local file) " +
 			"or file:///a/folder/ (the files under it); elsewhere a person confirms each such navigation",
 		Validate: func(v string) error {
 			_, err := parsePrivateAllow(v)
@@ -117,11 +118,21 @@ func (d Deps) privateDestination(ctx context.Context, raw string) (what, entry s
 	if host == "" {
 		return "", "", false
 	}
-	if allow.hosts.AllowsHost(host) {
+	port := uint16(80)
+	if strings.EqualFold(u.Scheme, "https") {
+		port = 443
+	}
+	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
+		port = uint16(p)
+	}
+	if allow.hosts.AllowsHost(host, port) {
 		return "", "", true
 	}
 	var addrs []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
+		if allow.hosts.AllowsAddr(ip, port) {
+			return "", "", true
+		}
 		addrs = []netip.Addr{ip}
 	} else if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		// The browser answers these itself, always with loopback.
@@ -133,8 +144,8 @@ func (d Deps) privateDestination(ctx context.Context, raw string) (what, entry s
 	}
 	for _, ip := range addrs {
 		ip = ip.Unmap().WithZone("")
-		reason := web.PrivateReason(ip)
-		if reason == "" || allow.hosts.AllowsAddr(ip) {
+		reason := web.BlockedReason(ip)
+		if reason == "" || allow.hosts.AllowsAddr(ip, port) {
 			continue
 		}
 		article := "a"

@@ -191,6 +191,17 @@ func TestPrivateDestinations(t *testing.T) {
 		}
 		e.set(SettingAllowNavigate, "false")
 	}
+	// An entry with a port allows that port only (the port of the URL, or its
+	// scheme's).
+	e.set(SettingAllowPrivateHosts, "127.0.0.1:3000, router.example:443")
+	for u, asked := range map[string]bool{"http://127.0.0.1:3000/": false, "http://127.0.0.1:3001/": true,
+		"https://router.example/": false, "http://router.example/": true} {
+		before := len(e.ui.confirms)
+		r := e.call("open_tab", `{"url":"`+u+`"}`)
+		if got := len(e.ui.confirms) != before; got != asked || r.Success == asked {
+			t.Errorf("%s with ports in the setting: %+v, asked %v, want asked %v", u, r, got, asked)
+		}
+	}
 }
 
 func TestPrivateAllowSetting(t *testing.T) {
