@@ -197,6 +197,12 @@ type SendRequest struct {
 	TabID          int    // binds the conversation to a tab (0 leaves it as it is)
 	Origin         string // the tab's origin, when known
 	ProviderID     string // "" keeps the conversation's provider (or the default)
+	// TraceID and Depth continue a causal chain: a run a page's event triggered
+	// (ferry.ask from an emit listener) makes its calls in the event's trace, one
+	// level deeper, so that the loop guard cuts an action → event → run → action
+	// cycle. Empty starts a new trace at depth 0.
+	TraceID string
+	Depth   int
 	// OnEvent hears the run's events from the first one on: it is subscribed
 	// before the run starts.
 	OnEvent func(Event)
@@ -230,6 +236,9 @@ func (m *Manager) Send(ctx context.Context, req SendRequest) (*Run, error) {
 		return nil, err
 	}
 	return m.start(ctx, conv, req.OnEvent, func(r *Run) error {
+		if req.TraceID != "" {
+			r.traceID, r.depth = req.TraceID, max(req.Depth, 0)
+		}
 		return r.append(ctx, model.Message{Role: model.RoleUser, Content: req.Text})
 	})
 }

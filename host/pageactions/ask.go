@@ -50,6 +50,11 @@ func init() {
 			"ferry.ready() rejects and ferry.ask is refused",
 		Validate: validate,
 	})
+	config.Register(config.Setting{
+		Key: SettingWriteStore, Default: "true", Validate: config.OneOf("true", "false"),
+		Description: "page actions may write their page's store (seed 002's setState) when their page turned writeStore on with " +
+			"ferry.init({permissions: {writeStore: true}}) and the action lists writeStore in its permissions; false withholds it from every page",
+	})
 }
 
 // SettingsStore reads settings and writes the per-origin lists (*config.Live
@@ -64,6 +69,10 @@ type RunRequest struct {
 	Text   string
 	TabID  int
 	Origin string
+	// TraceID and Depth continue the causal chain of the page's event that asked
+	// (empty: a new trace at depth 0), so that the run's calls count deeper.
+	TraceID string
+	Depth   int
 }
 
 // AskDeps is what ferry.ask and the per-origin settings need.
@@ -179,6 +188,9 @@ type AskParams struct {
 	FrameID int    `json:"frame_id"`
 	Origin  string `json:"origin"`
 	Text    string `json:"text"`
+	// TraceID and Depth: the cause the page passes on (see executeParams).
+	TraceID string `json:"trace_id,omitempty"`
+	Depth   int    `json:"depth,omitempty"`
 }
 
 // AskResult is the run ferry.ask started.
@@ -230,6 +242,9 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 	if a == nil || a.deps.Settings == nil || a.deps.Start == nil {
 		return AskResult{}, refused("this Ferry host cannot start runs for pages")
 	}
+	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, origin, "ferry.ask"); f != nil {
+		return AskResult{}, refused("%s: %s", f.Code, f.Reason)
+	}
 	if has(a.origins(ctx, SettingDisabledOrigins), origin) {
 		return AskResult{}, refused("%s", DisabledReason(origin))
 	}
@@ -278,7 +293,13 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 			return AskResult{}, refused("could not ask whether %s may start a Ferry run: %v (open Ferry's side panel)", origin, err)
 		}
 	}
-	conv, run, err := a.deps.Start(context.WithoutCancel(ctx), RunRequest{Text: text, TabID: p.TabID, Origin: origin})
+	req := RunRequest{Text: text, TabID: p.TabID, Origin: origin, TraceID: p.TraceID, Depth: p.Depth}
+	if req.TraceID != "" && req.Depth > tools.MaxDepth {
+		// The run's first call would be deeper than the loop guard allows: the
+		// event → run → action cycle stops here, before a model is asked.
+		return AskResult{}, refused("%s: ferry.ask from an event %d calls deep (trace %s); the most allowed is %d: the page's events keep starting runs", tools.CodeLoopDetected, req.Depth, req.TraceID, tools.MaxDepth)
+	}
+	conv, run, err := a.deps.Start(context.WithoutCancel(ctx), req)
 	if err != nil {
 		return AskResult{}, refused("could not start the run: %v", err)
 	}

@@ -91,11 +91,11 @@ const site = "https://shop.example"
 func TestAskAllowedStartsRunBoundToTab(t *testing.T) {
 	ui := &askUI{}
 	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: "https://other.example, https://SHOP.example:443"})
-	res, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "  find socks  "})
+	res, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "  find socks  "})
 	if err != nil || res.ConversationID != "c1" || res.RunID != "r1" {
 		t.Fatalf("ask = %+v, %v", res, err)
 	}
-	if len(e.started) != 1 || e.started[0].TabID != 7 || e.started[0].Origin != site || e.started[0].Text != "find socks" {
+	if len(e.started) != 1 || e.started[0].TabID != 8 || e.started[0].Origin != site || e.started[0].Text != "find socks" {
 		t.Fatalf("started = %+v", e.started)
 	}
 	if len(ui.confirms) != 0 {
@@ -106,7 +106,7 @@ func TestAskAllowedStartsRunBoundToTab(t *testing.T) {
 func TestAskDeniedRefusedWithoutAsking(t *testing.T) {
 	ui := &askUI{answer: true}
 	e := newAskEnv(t, ui, map[string]string{SettingAskDenied: site})
-	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "hi"})
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "hi"})
 	refusedWith(t, err, "does not allow https://shop.example")
 	if len(ui.confirms) != 0 || len(e.started) != 0 {
 		t.Fatalf("confirms %d started %d", len(ui.confirms), len(e.started))
@@ -119,7 +119,7 @@ func TestAskFirstTimeAllowOnce(t *testing.T) {
 	ui := &askUI{answer: true}
 	e := newAskEnv(t, ui, nil)
 	for i, text := range []string{"add milk", "again"} {
-		if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: text}); err != nil {
+		if _, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: text}); err != nil {
 			t.Fatal(err)
 		}
 		if len(ui.confirms) != i+1 || len(e.started) != i+1 {
@@ -138,7 +138,7 @@ func TestAskFirstTimeAllowOnce(t *testing.T) {
 	}
 	// A plain "no" is for this request only, too.
 	ui.answer = false
-	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
 	refusedWith(t, err, "did not allow")
 	if e.settings.m[SettingAskDenied] != "" {
 		t.Fatalf("a one-time no was kept: denied %q", e.settings.m[SettingAskDenied])
@@ -149,7 +149,7 @@ func TestAskFirstTimeAllowOnce(t *testing.T) {
 func TestAskPlainUIGrantsOnce(t *testing.T) {
 	ui := &plainUI{askUI{answer: true}}
 	e := newAskEnv(t, ui, nil)
-	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"}); err != nil {
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if e.settings.m[SettingAskAllowed] != "" {
@@ -170,7 +170,7 @@ func (p *plainUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswe
 func TestAskFirstTimeAllowPersists(t *testing.T) {
 	ui := &askUI{answer: true, lasting: true}
 	e := newAskEnv(t, ui, map[string]string{SettingAskDenied: "https://x.example"})
-	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "add milk"}); err != nil {
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "add milk"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(ui.confirms) != 1 || ui.confirms[0].Message != site+" wants to start a Ferry run: add milk" || ui.confirms[0].Origin != site {
@@ -180,7 +180,7 @@ func TestAskFirstTimeAllowPersists(t *testing.T) {
 		t.Fatalf("allowed = %q", e.settings.m[SettingAskAllowed])
 	}
 	// Asked once: the second call goes straight through.
-	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "again"}); err != nil || len(ui.confirms) != 1 || len(e.started) != 2 {
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "again"}); err != nil || len(ui.confirms) != 1 || len(e.started) != 2 {
 		t.Fatalf("second ask: %v confirms %d started %d", err, len(ui.confirms), len(e.started))
 	}
 	infos := e.m.Origins(context.Background())
@@ -197,12 +197,12 @@ func TestAskFirstTimeDenyPersists(t *testing.T) {
 	ui := &askUI{answer: false, lasting: true}
 	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: site + ",https://b.example"})
 	e.settings.m[SettingAskAllowed] = "https://b.example"
-	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
 	refusedWith(t, err, "did not allow")
 	if e.settings.m[SettingAskDenied] != site || len(e.started) != 0 {
 		t.Fatalf("denied = %q started %d", e.settings.m[SettingAskDenied], len(e.started))
 	}
-	_, err = e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	_, err = e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
 	refusedWith(t, err, "does not allow")
 	if len(ui.confirms) != 1 {
 		t.Fatalf("asked again: %d", len(ui.confirms))
@@ -211,11 +211,11 @@ func TestAskFirstTimeDenyPersists(t *testing.T) {
 
 func TestAskNoUI(t *testing.T) {
 	e := newAskEnv(t, nil, nil)
-	_, err := e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
 	refusedWith(t, err, "open Ferry's side panel")
 	// Connected, but no side panel open: nobody can answer either.
 	e.reg.SetUI(&askUI{answer: true, known: true, panels: 0})
-	_, err = e.m.Ask(context.Background(), AskParams{TabID: 7, Origin: site, Text: "x"})
+	_, err = e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
 	refusedWith(t, err, "open Ferry's side panel")
 	if len(e.started) != 0 || e.settings.m[SettingAskAllowed] != "" {
 		t.Fatalf("started %d allowed %q", len(e.started), e.settings.m[SettingAskAllowed])
@@ -225,25 +225,25 @@ func TestAskNoUI(t *testing.T) {
 func TestAskLimits(t *testing.T) {
 	e := newAskEnv(t, &askUI{}, map[string]string{SettingAskAllowed: site})
 	ctx := context.Background()
-	_, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: strings.Repeat("é", MaxAskText+1)})
+	_, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: strings.Repeat("é", MaxAskText+1)})
 	if err == nil || !strings.Contains(err.Error(), "at most 2000") {
 		t.Fatalf("long text: %v", err)
 	}
-	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "   "}); err == nil {
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "   "}); err == nil {
 		t.Fatal("empty text accepted")
 	}
 	for i := range AskPerMinute {
-		if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"}); err != nil {
+		if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"}); err != nil {
 			t.Fatalf("ask %d: %v", i, err)
 		}
 	}
-	_, err = e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"})
+	_, err = e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"})
 	refusedWith(t, err, "at most 5 a minute")
 	e.now = e.now.Add(61 * time.Second)
-	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: site, Text: "go"}); err != nil {
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"}); err != nil {
 		t.Fatalf("after a minute: %v", err)
 	}
-	if _, err := e.m.Ask(ctx, AskParams{TabID: 7, Origin: "file:///x", Text: "go"}); err == nil {
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: "file:///x", Text: "go"}); err == nil {
 		t.Fatal("a file page could ask")
 	}
 }
@@ -251,7 +251,7 @@ func TestAskLimits(t *testing.T) {
 func TestDisabledOriginDeclarationsIgnored(t *testing.T) {
 	e := newAskEnv(t, &askUI{answer: true}, map[string]string{SettingDisabledOrigins: "http://127.0.0.1:1", SettingAskAllowed: "http://127.0.0.1:1"})
 	// setup declared before the setting counted; a new update from the origin drops them.
-	res, err := e.m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{ID: "add_task"}}})
+	res, err := e.m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{HasHandler: true, ID: "add_task"}}})
 	if err != nil || len(res.Registered) != 0 || len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Reason, "turned off") {
 		t.Fatalf("update = %+v, %v", res, err)
 	}

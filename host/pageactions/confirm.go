@@ -41,10 +41,14 @@ type ConfirmDone struct {
 }
 
 // WrapUI returns a UI that also offers the confirmation of a page action to the page
-// that declared it: the first answer, the page's or the side panel's, decides; the
-// panel's prompt is withdrawn when the page answers first. Confirmations of anything
-// else (builtins, other pages' actions) go to ui alone: a page is never sent, and so
-// can never answer, a call id that is not its own.
+// that declared it. When only the action's own declaration asks (confirm: true), the
+// first answer, the page's or the side panel's, decides, and the panel's prompt is
+// withdrawn when the page answers first. When the person's policy asks
+// (ConfirmRequest.ByPolicy: tools.confirm, tools.confirm_writes), the page may
+// refuse its own action but never approve it: only the person's answer in the side
+// panel lets it run. Confirmations of anything else (builtins, other pages' actions)
+// go to ui alone: a page is never sent, and so can never answer, a call id that is
+// not its own.
 func (m *Manager) WrapUI(ui tools.UI) tools.UI {
 	if ui == nil {
 		return nil
@@ -100,7 +104,9 @@ func (u pageUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, er
 			TabID: req.TabID, FrameID: req.FrameID, CallID: req.CallID, ID: req.Tool,
 			Arguments: req.Arguments, Message: req.Message, TimeoutMS: req.TimeoutMS,
 		}, &out)
-		ch <- answer{page: true, decided: err == nil && out.Answered, approved: out.Approved, err: err}
+		// A page's yes does not stand in for the person the policy asks for.
+		decided := err == nil && out.Answered && (!out.Approved || !req.ByPolicy)
+		ch <- answer{page: true, decided: decided, approved: out.Approved, err: err}
 	}()
 	var (
 		got      *answer

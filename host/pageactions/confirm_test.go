@@ -96,8 +96,8 @@ func confirmSetup(t *testing.T, ext *pageExt, panel *panelUI) (*tools.Registry, 
 	if _, err := m.Update(UpdateParams{
 		TabID: 3, Origin: "http://127.0.0.1:1", URL: "http://127.0.0.1:1/",
 		Actions: []Decl{
-			{ID: "delete_all", Kind: "write", Confirm: true},
-			{ID: "search", Kind: "read"},
+			{HasHandler: true, ID: "delete_all", Kind: "write", Confirm: true},
+			{HasHandler: true, ID: "search", Kind: "read"},
 		},
 		Snapshot: Snapshot{Actions: []ActionState{{ID: "delete_all", Available: true}, {ID: "search", Available: true}}},
 	}); err != nil {
@@ -202,7 +202,7 @@ func TestRegionExposure(t *testing.T) {
 	update := func(active string) {
 		if _, err := m.Update(UpdateParams{
 			TabID: 5, Origin: "http://127.0.0.1:1", URL: "http://127.0.0.1:1/",
-			Actions: []Decl{{ID: "send_mail", Kind: "write"}, {ID: "add_event", Kind: "write"}, {ID: "help", Kind: "read"}},
+			Actions: []Decl{{HasHandler: true, ID: "send_mail", Kind: "write"}, {HasHandler: true, ID: "add_event", Kind: "write"}, {HasHandler: true, ID: "help", Kind: "read"}},
 			Snapshot: Snapshot{Region: active, Actions: []ActionState{
 				{ID: "send_mail", Available: true, Region: "mail"},
 				{ID: "add_event", Available: false, Reason: "no day picked", Region: "calendar"},
@@ -258,5 +258,52 @@ func TestRegionExposure(t *testing.T) {
 	update("")
 	if got = names(reg.ModelList(ctx, 5)); !got["send_mail"] || !got["add_event"] {
 		t.Fatalf("no active region = %v", got)
+	}
+}
+
+// When the person's policy asks (tools.confirm_writes), the page's own yes does not
+// stand in for the person: the side panel's answer decides. The page may still say no.
+func TestPolicyConfirmationIsThePersons(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		page, panel bool
+		want        bool
+		by          string
+	}{
+		{"page yes, panel no", true, false, false, "panel"},
+		{"page yes, panel yes", true, true, true, "panel"},
+		{"page no", false, true, false, "page"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ext := &pageExt{doneSeen: make(chan ConfirmDone, 4), confirm: func(ctx context.Context, p ConfirmParams) (ConfirmAnswer, error) {
+				return ConfirmAnswer{Answered: true, Approved: c.page}, nil
+			}}
+			panel := &panelUI{answer: func(req tools.ConfirmRequest) (bool, error) {
+				if !req.ByPolicy {
+					t.Errorf("the request does not say the policy asks: %+v", req)
+				}
+				time.Sleep(30 * time.Millisecond) // after the page's answer
+				return c.panel, nil
+			}}
+			reg := tools.NewRegistry(tools.Options{Settings: &memSettings{m: map[string]string{tools.SettingConfirmWrites: "true"}}})
+			m := New(reg, ext, zerolog.Nop())
+			if _, err := m.Update(UpdateParams{TabID: 3, Origin: "http://127.0.0.1:1",
+				Actions: []Decl{{ID: "send_note", Kind: "write", HasHandler: true}}}); err != nil {
+				t.Fatal(err)
+			}
+			reg.SetUI(m.WrapUI(panel))
+			res := reg.Call(context.Background(), &tools.Call{ID: "p1", Tool: "send_note", TabID: 3, Caller: "model"})
+			if res.Success != c.want {
+				t.Fatalf("result = %+v, want success %v", res, c.want)
+			}
+			if d := <-ext.doneSeen; d.By != c.by {
+				t.Errorf("decided by %q, want %q", d.By, c.by)
+			}
+			ext.mu.Lock()
+			defer ext.mu.Unlock()
+			if want := map[bool]int{true: 1, false: 0}[c.want]; ext.runs != want {
+				t.Errorf("ran %d times, want %d", ext.runs, want)
+			}
+		})
 	}
 }

@@ -42,7 +42,7 @@ type Manager struct {
 	mu   sync.Mutex
 	tabs map[int]map[int]*frame // tab → frame → state
 
-	pending sync.Map // call id → *RunResult, from Run to Expect
+	rates *originRates // page-initiated calls, per origin (frames.go)
 
 	askMu sync.Mutex
 	ask   *askState // ferry.ask and the per-origin settings (ask.go); nil until SetAsk
@@ -52,51 +52,113 @@ type frame struct {
 	tab, id    int
 	origin     string
 	url, title string
-	decls      map[string]Decl
-	order      []string          // declaration order
-	sigs       map[string]string // what was registered for each id, to skip unchanged ones
-	snap       Snapshot
-	states     map[string]ActionState
+	// doc and seq order one document's updates: a stale one (sent before another
+	// that already arrived) is dropped, whatever order the requests ran in.
+	doc    string
+	seq    int64
+	flags  map[string]bool // the page's ferry.init permissions
+	decls  map[string]Decl
+	order  []string          // declaration order
+	sigs   map[string]string // what was registered for each id, to skip unchanged ones
+	snap   Snapshot
+	states map[string]ActionState
+	cut    Cut // what the bounds left out of the latest update
 }
 
 // New makes a manager over a registry; br reaches the extension (nil: never).
 func New(reg *tools.Registry, br Browser, log zerolog.Logger) *Manager {
-	return &Manager{reg: reg, br: br, log: log, tabs: map[int]map[int]*frame{}}
+	return &Manager{reg: reg, br: br, log: log, tabs: map[int]map[int]*frame{}, rates: newOriginRates(time.Now)}
 }
 
-// UpdateResult says which actions of the update are registered and which refused.
+// UpdateResult says which actions of the update are registered and which refused,
+// and what the bounds cut.
 type UpdateResult struct {
 	Registered []string  `json:"registered"`
 	Refused    []Refusal `json:"refused"`
+	// Stale is true when the update was older than one already applied for the same
+	// document (it is dropped: nothing of it applies).
+	Stale bool `json:"stale,omitempty"`
+	Cut   *Cut `json:"cut,omitempty"`
 }
 
 // CrossOriginReason refuses the declarations of a frame whose origin is not its top frame's.
 const CrossOriginReason = "actions of a cross-origin frame are not offered to the agent"
 
 // Update replaces one frame's declarations and snapshot. Unchanged declarations are
-// not registered again; an action the frame no longer declares is removed.
+// not registered again; an action the frame no longer declares is removed; an update
+// older than the frame's latest is dropped.
 func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 	res := UpdateResult{Registered: []string{}, Refused: []Refusal{}}
-	if p.TabID <= 0 {
-		return res, fmt.Errorf("tab_id must be a browser tab's id")
-	}
-	if p.FrameID < 0 {
-		return res, fmt.Errorf("frame_id cannot be negative")
-	}
-	if p.Origin == "" || p.Origin == "null" {
-		return res, fmt.Errorf("the page's origin is required (pages with an opaque origin cannot declare actions)")
+	if err := p.check(); err != nil {
+		return res, err
 	}
 	if m.Disabled(context.Background(), p.Origin) {
 		// The user turned the page API off for this origin: nothing it declares is
 		// offered, and whatever it declared before goes.
 		m.Remove(p.TabID, p.FrameID)
-		for _, d := range p.Actions {
-			res.Refused = append(res.Refused, Refusal{ID: d.ID, Reason: DisabledReason(p.Origin)})
-		}
+		res.Refused = refuseAll(p.Actions, DisabledReason(p.Origin))
 		return res, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	f, ok := m.frameFor(p)
+	if !ok {
+		res.Refused = refuseAll(p.Actions, CrossOriginReason)
+		return res, nil
+	}
+	if f.stale(p) {
+		res.Stale = true
+		return res, nil
+	}
+	f.origin, f.url, f.title, f.doc, f.seq = p.Origin, p.URL, boundText(p.Title, MaxTitle), p.Doc, p.Seq
+	f.flags = p.Permissions
+	decls, order, cut, refused := boundDecls(p.Actions)
+	res.Refused = append(res.Refused, refused...)
+	m.dropGone(f, decls)
+	f.decls, f.order = decls, order
+	for _, id := range order {
+		if err := m.register(f, decls[id]); err != nil {
+			delete(f.sigs, id)
+			delete(f.decls, id)
+			res.Refused = append(res.Refused, Refusal{ID: id, Reason: err.Error()})
+			continue
+		}
+		res.Registered = append(res.Registered, id)
+	}
+	f.order = kept(order, f.decls)
+	snap, snapCut := boundSnapshot(p.Snapshot)
+	cut.add(snapCut)
+	f.setSnapshot(snap)
+	f.cut = cut
+	if !cut.empty() {
+		res.Cut = &cut
+	}
+	return res, nil
+}
+
+func (p *UpdateParams) check() error {
+	switch {
+	case p.TabID <= 0:
+		return fmt.Errorf("tab_id must be a browser tab's id")
+	case p.FrameID < 0:
+		return fmt.Errorf("frame_id cannot be negative")
+	case p.Origin == "" || p.Origin == "null":
+		return fmt.Errorf("the page's origin is required (pages with an opaque origin cannot declare actions)")
+	}
+	return nil
+}
+
+func refuseAll(ds []Decl, reason string) []Refusal {
+	out := []Refusal{}
+	for _, d := range ds {
+		out = append(out, Refusal{ID: d.ID, Reason: reason})
+	}
+	return out
+}
+
+// frameFor is the frame an update is for, made or replaced as its origin requires;
+// false for a frame of another origin than its tab's top frame. Holds m.mu.
+func (m *Manager) frameFor(p UpdateParams) (*frame, bool) {
 	frames := m.tabs[p.TabID]
 	if frames == nil {
 		frames = map[int]*frame{}
@@ -109,10 +171,7 @@ func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 			delete(frames, p.FrameID)
 			m.reg.RemoveFrame(p.TabID, p.FrameID)
 		}
-		for _, d := range p.Actions {
-			res.Refused = append(res.Refused, Refusal{ID: d.ID, Reason: CrossOriginReason})
-		}
-		return res, nil
+		return nil, false
 	}
 	if p.FrameID == 0 {
 		// The top frame (maybe of a new origin): frames it no longer shares an origin with go.
@@ -124,68 +183,60 @@ func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 		}
 	}
 	f := frames[p.FrameID]
-	if f == nil || f.origin != p.Origin {
+	if f == nil || f.origin != p.Origin || (p.Doc != "" && f.doc != p.Doc) {
+		// A new document in the frame starts afresh.
 		if f != nil {
 			m.reg.RemoveFrame(p.TabID, p.FrameID)
 		}
 		f = &frame{tab: p.TabID, id: p.FrameID, sigs: map[string]string{}}
 		frames[p.FrameID] = f
 	}
-	f.origin, f.url, f.title = p.Origin, p.URL, p.Title
-	decls := map[string]Decl{}
-	var order []string
-	for _, d := range p.Actions {
-		if d.ID == "" {
-			res.Refused = append(res.Refused, Refusal{ID: d.ID, Reason: "an action needs an id"})
-			continue
-		}
-		if _, dup := decls[d.ID]; !dup {
-			order = append(order, d.ID)
-		}
-		decls[d.ID] = d
-	}
-	// The registry removes page actions by frame only: when one disappears, the
-	// frame's others are registered again.
-	gone := false
+	return f, true
+}
+
+// stale reports an update that an already applied one of the same document
+// supersedes. Updates without a sequence (older extensions) always apply.
+func (f *frame) stale(p UpdateParams) bool {
+	return p.Seq > 0 && f.doc == p.Doc && p.Seq <= f.seq
+}
+
+// dropGone removes from the registry what the frame no longer declares. The registry
+// removes page actions by frame only, so the frame's others are registered again.
+func (m *Manager) dropGone(f *frame, decls map[string]Decl) {
 	for id := range f.sigs {
 		if _, ok := decls[id]; !ok {
-			gone = true
+			m.reg.RemoveFrame(f.tab, f.id)
+			f.sigs = map[string]string{}
+			return
 		}
 	}
-	if gone {
-		m.reg.RemoveFrame(p.TabID, p.FrameID)
-		f.sigs = map[string]string{}
+}
+
+// register registers one declaration unless the same one is registered already.
+func (m *Manager) register(f *frame, d Decl) error {
+	sig, _ := json.Marshal(d)
+	if f.sigs[d.ID] == string(sig) {
+		return nil
 	}
-	f.decls, f.order = decls, order
+	t, err := m.tool(f, d)
+	if err == nil {
+		err = m.reg.Register(t)
+	}
+	if err != nil {
+		return err
+	}
+	f.sigs[d.ID] = string(sig)
+	return nil
+}
+
+func kept(order []string, decls map[string]Decl) []string {
+	out := order[:0:0]
 	for _, id := range order {
-		d := decls[id]
-		sig, _ := json.Marshal(d)
-		if f.sigs[id] == string(sig) {
-			res.Registered = append(res.Registered, id)
-			continue
-		}
-		t, err := m.tool(f, d)
-		if err == nil {
-			err = m.reg.Register(t)
-		}
-		if err != nil {
-			delete(f.sigs, id)
-			delete(f.decls, id)
-			res.Refused = append(res.Refused, Refusal{ID: id, Reason: err.Error()})
-			continue
-		}
-		f.sigs[id] = string(sig)
-		res.Registered = append(res.Registered, id)
-	}
-	kept := order[:0:0]
-	for _, id := range order {
-		if _, ok := f.decls[id]; ok {
-			kept = append(kept, id)
+		if _, ok := decls[id]; ok {
+			out = append(out, id)
 		}
 	}
-	f.order = kept
-	f.setSnapshot(p.Snapshot)
-	return res, nil
+	return out
 }
 
 func (f *frame) setSnapshot(s Snapshot) {
@@ -214,12 +265,12 @@ func (m *Manager) Remove(tab, frameID int) int {
 }
 
 func (m *Manager) tool(f *frame, d Decl) (tools.Tool, error) {
-	params := d.Parameters
-	if d.Record != "" {
-		var err error
-		if params, err = withRecordParam(params, d.Record); err != nil {
-			return tools.Tool{}, fmt.Errorf("page action %q: %w", d.ID, err)
-		}
+	if !d.HasHandler && !d.HasTarget {
+		return tools.Tool{}, fmt.Errorf("page action %q has neither a handler nor a target element to drive: give it run/handler (or execute), or a target", d.ID)
+	}
+	schema, err := actionSchema(d)
+	if err != nil {
+		return tools.Tool{}, fmt.Errorf("page action %q: %w", d.ID, err)
 	}
 	var kind tools.Kind
 	switch d.Kind {
@@ -238,32 +289,81 @@ func (m *Manager) tool(f *frame, d Decl) (tools.Tool, error) {
 		desc += " (verified: " + d.ExpectDesc + ")"
 	}
 	return tools.Tool{
-		Name: d.ID, Description: desc, Parameters: params, Source: tools.SourcePage, Kind: kind,
+		Name: d.ID, Title: d.Title, Description: desc, Schema: schema, Source: tools.SourcePage, Kind: kind,
 		Confirm: d.Confirm, Dangerous: d.Dangerous, Permissions: d.Permissions,
 		Timeout: handler + expect + 5*time.Second,
 		Origin:  f.origin, TabID: tab, FrameID: fr,
 		Available: func(ctx context.Context, call *tools.Call) (bool, string) {
 			return m.available(tab, fr, id, call)
 		},
-		Exposed: func() bool { return m.exposed(tab, fr, id) },
+		Exposed:  func() bool { return m.exposed(tab, fr, id) },
+		Flags:    func() map[string]bool { return m.pageFlags(tab, fr) },
+		Finished: func(call *tools.Call, res tools.Result, ran bool) { m.finished(tab, fr, id, call, res, ran) },
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			return m.run(ctx, tab, fr, d, call)
 		},
-		Expect: func(ctx context.Context, call *tools.Call, result any) (tools.Expectation, error) {
-			v, ok := m.pending.LoadAndDelete(call.ID)
-			if !ok {
-				return tools.Expectation{}, nil
-			}
-			out := v.(*RunResult)
-			ch := Diff(out.Before, out.After)
-			ch.Timing = out.timing()
-			exp := tools.Expectation{Changed: ch}
-			if out.Expect != nil && d.HasExpect {
-				exp.Expect = out.Expect
-			}
-			return exp, nil
-		},
 	}, nil
+}
+
+// actionSchema normalises a declaration's parameters and compiles them once, with
+// the record parameter of a per-record action added. A WebMCP schema may leave out
+// the root "type" (the browser accepts that): arguments are an object all the same.
+func actionSchema(d Decl) (*tools.Schema, error) {
+	params := d.Parameters
+	if d.Source == "webmcp" {
+		params = withObjectType(params)
+	}
+	if d.Record == "" {
+		return tools.NormalizeParametersWith(params, func(map[string]any) error { return nil })
+	}
+	return tools.NormalizeParametersWith(params, func(root map[string]any) error {
+		props, _ := root["properties"].(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		if _, taken := props["record"]; taken {
+			return fmt.Errorf("a per-record action cannot have its own parameter named record: Ferry adds it")
+		}
+		props["record"] = map[string]any{
+			"type": "string", "minLength": 1,
+			"description": fmt.Sprintf("The id of the %s record to act on", d.Record),
+		}
+		root["properties"] = props
+		required := []any{"record"}
+		if r, ok := root["required"].([]any); ok {
+			required = append(required, r...)
+		}
+		root["required"] = required
+		return nil
+	})
+}
+
+// withObjectType adds "type": "object" to a schema object that has no type and no
+// $schema, so that it reads as a schema rather than seed 002's shorthand.
+func withObjectType(raw json.RawMessage) json.RawMessage {
+	var root map[string]json.RawMessage
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &root) != nil {
+		return raw
+	}
+	if _, ok := root["type"]; ok {
+		return raw
+	}
+	if _, ok := root["$schema"]; ok {
+		return raw
+	}
+	if len(root) == 0 {
+		return raw
+	}
+	if _, ok := root["properties"]; !ok {
+		return raw
+	}
+	root["type"] = json.RawMessage(`"object"`)
+	out, err := json.Marshal(root)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 func durations(d Decl) (handler, expect time.Duration) {
@@ -275,41 +375,6 @@ func durations(d Decl) (handler, expect time.Duration) {
 		expect = min(time.Duration(d.ExpectMS)*time.Millisecond, maxHandlerTimeout)
 	}
 	return handler, expect
-}
-
-// withRecordParam adds the required record parameter of a per-record action.
-func withRecordParam(params json.RawMessage, collection string) (json.RawMessage, error) {
-	s, err := tools.NormalizeParameters(params)
-	if err != nil {
-		return nil, err
-	}
-	var root map[string]json.RawMessage
-	if err := json.Unmarshal(s.JSON, &root); err != nil {
-		return nil, err
-	}
-	props := map[string]json.RawMessage{}
-	if raw, ok := root["properties"]; ok {
-		if err := json.Unmarshal(raw, &props); err != nil {
-			return nil, fmt.Errorf("properties: %v", err)
-		}
-	}
-	if _, taken := props["record"]; taken {
-		return nil, fmt.Errorf("a per-record action cannot have its own parameter named record: Ferry adds it")
-	}
-	props["record"], _ = json.Marshal(map[string]any{
-		"type": "string", "minLength": 1,
-		"description": fmt.Sprintf("The id of the %s record to act on", collection),
-	})
-	var required []string
-	if raw, ok := root["required"]; ok {
-		json.Unmarshal(raw, &required)
-	}
-	root["properties"], _ = json.Marshal(props)
-	root["required"], _ = json.Marshal(append([]string{"record"}, required...))
-	if _, ok := root["type"]; !ok {
-		root["type"] = json.RawMessage(`"object"`)
-	}
-	return json.Marshal(root)
 }
 
 func (m *Manager) frame(tab, fr int) *frame {
@@ -340,20 +405,8 @@ func (m *Manager) available(tab, fr int, id string, call *tools.Call) (bool, str
 		}
 		return false, orReason(st.Reason, id+" is not available now")
 	}
-	rec := recordArg(call.Arguments)
-	if rec != "" {
-		for _, in := range st.Instances {
-			if in.Record == rec {
-				if in.Available {
-					return true, ""
-				}
-				return false, orReason(in.Reason, fmt.Sprintf("%s is not available for %s now", id, rec))
-			}
-		}
-		if !hasRow(f.snap.Records[d.Record], rec) && f.snap.Records[d.Record].Total <= len(f.snap.Records[d.Record].Rows) {
-			return false, fmt.Sprintf("no %s record has the id %q", d.Record, rec)
-		}
-		return true, "" // beyond the snapshot's bound: the page decides
+	if rec := recordArg(call.Arguments); rec != "" {
+		return f.availableFor(d, st, rec)
 	}
 	if ok && !st.Available && len(st.Instances) == 0 && st.Reason != "" {
 		return false, st.Reason
@@ -370,6 +423,23 @@ func (m *Manager) available(tab, fr int, id string, call *tools.Call) (bool, str
 		return true, ""
 	}
 	return false, fmt.Sprintf("there are no %s records for %s to act on", d.Record, id)
+}
+
+// availableFor is a per-record action's availability for one record.
+func (f *frame) availableFor(d Decl, st ActionState, rec string) (bool, string) {
+	for _, in := range st.Instances {
+		if in.Record == rec {
+			if in.Available {
+				return true, ""
+			}
+			return false, orReason(in.Reason, fmt.Sprintf("%s is not available for %s now", d.ID, rec))
+		}
+	}
+	c := f.snap.Records[d.Record]
+	if !hasRow(c, rec) && c.Total <= len(c.Rows) {
+		return false, fmt.Sprintf("no %s record has the id %q", d.Record, rec)
+	}
+	return true, "" // beyond the snapshot's bound: the page decides
 }
 
 // exposed is the region rule: an action of a region other than the frame's active
@@ -424,25 +494,20 @@ var pageCodes = map[string]tools.Code{
 	"INVALID_PARAMS":     tools.CodeInvalidParams,
 }
 
+// run asks the page to run the action. The arguments travel as the pipeline
+// validated them, record included; the result comes back as a tools.Outcome with
+// the expectation and the changes beside it.
 func (m *Manager) run(ctx context.Context, tab, fr int, d Decl, call *tools.Call) (any, error) {
 	if m.br == nil {
 		return nil, tools.Failf(tools.CodeActionUnavailable, "no browser is connected")
 	}
-	args := map[string]json.RawMessage{}
-	if len(call.Arguments) > 0 {
-		if err := json.Unmarshal(call.Arguments, &args); err != nil {
-			return nil, tools.Failf(tools.CodeInvalidParams, "arguments: %v", err)
-		}
+	args := call.Arguments
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
 	}
-	record := ""
-	if d.Record != "" {
-		json.Unmarshal(args["record"], &record)
-		delete(args, "record")
-	}
-	rawArgs, _ := json.Marshal(args)
 	handler, _ := durations(d)
 	p := RunParams{
-		TabID: tab, FrameID: fr, ID: d.ID, Args: rawArgs, Record: record,
+		TabID: tab, FrameID: fr, ID: d.ID, Arguments: args,
 		CallID: call.ID, TraceID: call.TraceID, Depth: call.Depth, Caller: call.Caller,
 		Granted: call.Granted, TimeoutMS: int(handler / time.Millisecond),
 	}
@@ -453,32 +518,48 @@ func (m *Manager) run(ctx context.Context, tab, fr int, d Decl, call *tools.Call
 	}
 	out.answered = time.Now()
 	if out.After != nil {
+		after, _ := boundSnapshot(*out.After)
 		m.mu.Lock()
 		if f := m.frame(tab, fr); f != nil {
-			f.setSnapshot(*out.After)
+			f.setSnapshot(after)
 		}
 		m.mu.Unlock()
 	}
 	if !out.OK {
-		code, ok := pageCodes[out.Code]
-		if !ok {
-			code = tools.CodeHandlerError
-		}
-		reason := orReason(out.Reason, d.ID+" failed in the page")
-		if code == tools.CodeExpectationFailed {
-			desc := ""
-			if out.Expect != nil && out.Expect.Desc != "" {
-				desc = fmt.Sprintf(" (%q)", out.Expect.Desc)
-			}
-			ch := Diff(out.Before, out.After)
-			reason = fmt.Sprintf("%s ran, but its declared result%s was not observed: %s; the page may have changed: check before retrying. Changed: %s",
-				d.ID, desc, reason, summary(ch))
-		} else if (code == tools.CodeHandlerError || code == tools.CodeTimeout) && out.Ran {
-			reason += "; it may have had effects: check before retrying"
-		}
-		return nil, &tools.Failure{Code: code, Reason: reason}
+		return nil, failure(d, &out)
 	}
-	m.pending.Store(call.ID, &out)
+	ch := Diff(out.Before, out.After)
+	ch.Timing = out.timing()
+	o := tools.Outcome{Result: pageResult(d, &out), Changed: ch}
+	if out.Expect != nil && d.HasExpect {
+		o.Expect = out.Expect
+	}
+	return o, nil
+}
+
+// failure is the code and reason of a run the page answered as failed.
+func failure(d Decl, out *RunResult) error {
+	code, ok := pageCodes[out.Code]
+	if !ok {
+		code = tools.CodeHandlerError
+	}
+	reason := orReason(boundText(out.Reason, MaxReason), d.ID+" failed in the page")
+	switch {
+	case code == tools.CodeExpectationFailed:
+		desc := ""
+		if out.Expect != nil && out.Expect.Desc != "" {
+			desc = fmt.Sprintf(" (%q)", out.Expect.Desc)
+		}
+		ch := Diff(out.Before, out.After)
+		reason = fmt.Sprintf("%s ran, but its declared result%s was not observed: %s; the page may have changed: check before retrying. Changed: %s",
+			d.ID, desc, reason, summary(ch))
+	case (code == tools.CodeHandlerError || code == tools.CodeTimeout) && out.Ran:
+		reason += "; it may have had effects: check before retrying"
+	}
+	return &tools.Failure{Code: code, Reason: reason}
+}
+
+func pageResult(d Decl, out *RunResult) any {
 	var result any
 	if len(bytes.TrimSpace(out.Result)) > 0 && string(out.Result) != "null" {
 		result = out.Result
@@ -490,7 +571,7 @@ func (m *Manager) run(ctx context.Context, tab, fr int, d Decl, call *tools.Call
 			"content":   result,
 		}
 	}
-	return result, nil
+	return result
 }
 
 func summary(c Changed) string {
@@ -517,8 +598,9 @@ func mapError(id string, err error) error {
 }
 
 // PageContext is the agent's view of the bound tab: its available actions, those
-// that are not with their reasons, and its records (bounded), from the latest
-// snapshots of its frames.
+// that are not with their reasons, and its records, from the latest snapshots of its
+// frames, within the page context's token budget (what the budget leaves out is
+// counted and said).
 func (m *Manager) PageContext(ctx context.Context, tabID int) (*tools.PageView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -532,6 +614,7 @@ func (m *Manager) PageContext(ctx context.Context, tabID int) (*tools.PageView, 
 	}
 	sort.Ints(ids)
 	p := &tools.PageView{}
+	b := newBudget(PageContextTokens)
 	top := frames[0]
 	for _, id := range ids {
 		f := frames[id]
@@ -541,52 +624,88 @@ func (m *Manager) PageContext(ctx context.Context, tabID int) (*tools.PageView, 
 		if id == 0 || p.URL == "" {
 			p.URL, p.Title = f.url, f.title
 		}
-		for _, aid := range f.order {
-			d := f.decls[aid]
-			st, ok := f.states[aid]
-			if !f.inRegion(aid) {
-				continue // another region's: not shown to the model
-			}
-			name := tools.ModelName(aid)
-			switch {
-			case d.Record != "" && len(st.Instances) > 0:
-				var on []string
-				for _, in := range st.Instances {
-					if in.Available {
-						on = append(on, in.Record)
-					}
-				}
-				if len(on) > 0 {
-					p.Actions = append(p.Actions, fmt.Sprintf("%s (per %s record: %s)", name, d.Record, strings.Join(bounded(on, MaxContextRecords), ", ")))
-				} else {
-					p.Unavailable = append(p.Unavailable, tools.Unavailable{Name: name, Reason: orReason(st.Instances[0].Reason, "not available for any record")})
-				}
-			case !ok || st.Available:
-				p.Actions = append(p.Actions, name)
-			default:
-				p.Unavailable = append(p.Unavailable, tools.Unavailable{Name: name, Reason: orReason(st.Reason, "not available now")})
-			}
-		}
-		names := make([]string, 0, len(f.snap.Records))
-		for n := range f.snap.Records {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			c := f.snap.Records[n]
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s (%d):", n, c.Total)
-			for i, r := range c.Rows {
-				if i == MaxContextRecords {
-					fmt.Fprintf(&b, " … %d more", c.Total-i)
-					break
-				}
-				fmt.Fprintf(&b, " %s %s;", r.ID, r.Fields)
-			}
-			p.Records = append(p.Records, b.String())
+		f.contextActions(p, b)
+		f.contextRecords(p, b)
+		if !f.cut.empty() {
+			b.note(f.cut.String())
 		}
 	}
+	p.Records = append(p.Records, b.notes()...)
 	return p, nil
+}
+
+func (f *frame) contextActions(p *tools.PageView, b *budget) {
+	for _, aid := range f.order {
+		d := f.decls[aid]
+		st, ok := f.states[aid]
+		if !f.inRegion(aid) {
+			continue // another region's: not shown to the model
+		}
+		name := tools.ModelName(aid)
+		switch {
+		case d.Record != "" && len(st.Instances) > 0:
+			var on []string
+			for _, in := range st.Instances {
+				if in.Available {
+					on = append(on, in.Record)
+				}
+			}
+			if len(on) > 0 {
+				line := fmt.Sprintf("%s (per %s record: %s)", name, d.Record, strings.Join(bounded(on, MaxContextRecords), ", "))
+				if b.take(line, "action") {
+					p.Actions = append(p.Actions, line)
+				}
+			} else {
+				u := tools.Unavailable{Name: name, Reason: orReason(st.Instances[0].Reason, "not available for any record")}
+				if b.take(u.Name+u.Reason, "unavailable action") {
+					p.Unavailable = append(p.Unavailable, u)
+				}
+			}
+		case !ok || st.Available:
+			if b.take(name, "action") {
+				p.Actions = append(p.Actions, name)
+			}
+		default:
+			u := tools.Unavailable{Name: name, Reason: orReason(st.Reason, "not available now")}
+			if b.take(u.Name+u.Reason, "unavailable action") {
+				p.Unavailable = append(p.Unavailable, u)
+			}
+		}
+	}
+}
+
+func (f *frame) contextRecords(p *tools.PageView, b *budget) {
+	names := make([]string, 0, len(f.snap.Records))
+	for n := range f.snap.Records {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := f.snap.Records[n]
+		var line strings.Builder
+		fmt.Fprintf(&line, "%s (%d):", n, c.Total)
+		shown := 0
+		for i, r := range c.Rows {
+			if i == MaxContextRecords {
+				break
+			}
+			row := fmt.Sprintf(" %s %s;", r.ID, r.Fields)
+			if !b.fits(line.Len() + len(row)) {
+				break
+			}
+			line.WriteString(row)
+			shown++
+		}
+		if more := c.Total - shown; more > 0 {
+			fmt.Fprintf(&line, " … %d more", more)
+			if shown < len(c.Rows) && shown < MaxContextRecords {
+				b.cutRecords(min(len(c.Rows), MaxContextRecords) - shown)
+			}
+		}
+		if b.take(line.String(), "record collection") {
+			p.Records = append(p.Records, line.String())
+		}
+	}
 }
 
 func bounded(list []string, n int) []string {

@@ -3,6 +3,8 @@ package pageactions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
@@ -12,8 +14,8 @@ import (
 //
 //	page.actions.update  UpdateParams → UpdateResult
 //	page.actions.remove  {tab_id, frame_id?} → {removed}
-//	page.actions.execute {tab_id, frame_id, origin, name, arguments} → the tool result
-//	page.actions.list    {tab_id} → {tools, unavailable}
+//	page.actions.execute {tab_id, frame_id, origin, name, arguments, trace_id?, depth?} → the tool result
+//	page.actions.list    {tab_id, frame_id, origin} → {tools, unavailable}
 //	page.ask             AskParams → AskResult (ferry.ask; ask.go)
 //	page.origins         {} → {origins: [OriginInfo]} (the options page)
 //	page.status          {origin} → {disabled, reason?}
@@ -57,21 +59,36 @@ type executeParams struct {
 	Origin    string          `json:"origin"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// TraceID and Depth are the cause the page passes on: an emit of one of its
+	// actions (api.emit carries them) whose listener calls ferry.execute. The call
+	// then counts one level deeper in that trace; without them it starts a new
+	// trace at depth 0.
+	TraceID string `json:"trace_id,omitempty"`
+	Depth   int    `json:"depth,omitempty"`
 }
 
 // execute is ferry.execute: a page runs one of its tab's page actions through the
-// whole pipeline, with a new trace at depth 0. A page reaches only page actions of
-// its own tab, never the host's builtins.
+// whole pipeline. A page reaches only page actions of its own tab, never the host's
+// builtins; only its top frame and same-origin frames may; each origin has its own
+// rate.
 func (m *Manager) execute(ctx context.Context, p executeParams) (any, error) {
 	if p.TabID <= 0 || p.Name == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.actions.execute needs tab_id and name")
 	}
+	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, p.Origin, "ferry.execute"); f != nil {
+		return tools.Result{Code: f.Code, Reason: f.Reason}, nil
+	}
+	if ok, wait := m.rates.take(p.Origin, PageCallsPerMinute); !ok {
+		return tools.Result{Code: tools.CodeRateLimited, Reason: fmt.Sprintf("too many ferry.execute calls from %s: at most %d a minute; retry in %s", p.Origin, PageCallsPerMinute, wait.Round(time.Millisecond))}, nil
+	}
 	if !m.isPageAction(p.TabID, p.Name) {
 		return tools.Result{Code: tools.CodeNotFound, Reason: "no action named " + quote(p.Name) + " is declared in this tab; a page can run only page actions (ferry.tools() lists them)"}, nil
 	}
-	return m.reg.Call(context.WithoutCancel(ctx), &tools.Call{
-		Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: "page", Origin: p.Origin,
-	}), nil
+	call := &tools.Call{Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: "page", Origin: p.Origin}
+	if p.TraceID != "" {
+		call.TraceID, call.Depth = p.TraceID, max(p.Depth, 0)
+	}
+	return m.reg.Call(context.WithoutCancel(ctx), call), nil
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -85,11 +102,17 @@ func (m *Manager) isPageAction(tab int, name string) bool {
 	return false
 }
 
-type tabParams struct {
-	TabID int `json:"tab_id"`
+// listParams is page.actions.list: the frame asking for its tab's page actions.
+type listParams struct {
+	TabID   int    `json:"tab_id"`
+	FrameID int    `json:"frame_id"`
+	Origin  string `json:"origin"`
 }
 
-func (m *Manager) list(ctx context.Context, p tabParams) (any, error) {
+func (m *Manager) list(ctx context.Context, p listParams) (any, error) {
+	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, p.Origin, "ferry.tools"); f != nil {
+		return nil, protocol.Errorf(protocol.CodeAskRefused, "%s: %s", f.Code, f.Reason)
+	}
 	avail, unavail := m.reg.List(ctx, p.TabID)
 	page := map[string]bool{}
 	for _, l := range m.reg.All(p.TabID) {

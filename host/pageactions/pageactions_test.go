@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/rs/zerolog"
@@ -12,15 +14,47 @@ import (
 
 // fakeExt plays the extension: it answers page.action.run with what the test set.
 type fakeExt struct {
-	calls []RunParams
-	reply func(RunParams) RunResult
+	mu     sync.Mutex
+	calls  []RunParams
+	denied []DeniedParams
+	reply  func(RunParams) RunResult
 }
 
+// fakeTabs is what the fake browser's tab list shows: tab 7 the todo page of
+// setup, tab 8 a shop.
+var fakeTabs = `{"tabs":[{"tab_id":7,"url":"http://127.0.0.1:1/"},{"tab_id":8,"url":"https://shop.example/cart"}]}`
+
 func (f *fakeExt) Call(ctx context.Context, method string, params, result any) error {
+	switch method {
+	case "browser.tabs.list":
+		return json.Unmarshal([]byte(fakeTabs), result)
+	case "page.action.denied":
+		f.mu.Lock()
+		f.denied = append(f.denied, params.(DeniedParams))
+		f.mu.Unlock()
+		return nil
+	}
 	p := params.(RunParams)
 	f.calls = append(f.calls, p)
 	b, _ := json.Marshal(f.reply(p))
 	return json.Unmarshal(b, result)
+}
+
+func (f *fakeExt) deniedList() []DeniedParams {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]DeniedParams{}, f.denied...)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func snap(ids []string, rows ...string) Snapshot {
@@ -49,11 +83,11 @@ func setup(t *testing.T) (*tools.Registry, *Manager, *fakeExt) {
 	res, err := m.Update(UpdateParams{
 		TabID: 7, Origin: "http://127.0.0.1:1", URL: "http://127.0.0.1:1/", Title: "Todo",
 		Actions: []Decl{
-			{ID: "add_task", Description: "Add a task", Kind: "write", HasExpect: true, ExpectDesc: "row shown",
+			{HasHandler: true, ID: "add_task", Description: "Add a task", Kind: "write", HasExpect: true, ExpectDesc: "row shown",
 				Parameters: json.RawMessage(`[{"name":"text","minLength":1,"maxLength":80,"pattern":"\\S"}]`)},
-			{ID: "toggle", Record: "tasks", Parameters: json.RawMessage(`[]`)},
-			{ID: "addNote", Parameters: json.RawMessage(`{"title":{"type":"string","required":true}}`)},
-			{ID: "list_tabs"},
+			{HasHandler: true, ID: "toggle", Record: "tasks", Parameters: json.RawMessage(`[]`)},
+			{HasHandler: true, ID: "addNote", Parameters: json.RawMessage(`{"title":{"type":"string","required":true}}`)},
+			{HasHandler: true, ID: "list_tabs"},
 		},
 		Snapshot: snap([]string{"add_task", "addNote"}, "t1", "t2", "t3"),
 	})
@@ -85,7 +119,7 @@ func TestRegisterListAndRemove(t *testing.T) {
 		t.Errorf("list_tabs shadowed")
 	}
 	// The page drops addNote: it goes, the others stay.
-	m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{ID: "add_task"}}, Snapshot: snap([]string{"add_task"})})
+	m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{HasHandler: true, ID: "add_task"}}, Snapshot: snap([]string{"add_task"})})
 	if _, ok := reg.Resolve("addNote", 7); ok {
 		t.Error("addNote still registered after the page dropped it")
 	}
@@ -102,7 +136,7 @@ func TestUnavailableFromSnapshot(t *testing.T) {
 	reg, m, ext := setup(t)
 	s := snap([]string{"addNote"}, "t1")
 	s.Actions = append(s.Actions, ActionState{ID: "add_task", Available: false, Reason: "The list is full"})
-	m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{ID: "add_task"}, {ID: "toggle", Record: "tasks"}, {ID: "addNote"}}, Snapshot: s})
+	m.Update(UpdateParams{TabID: 7, Origin: "http://127.0.0.1:1", Actions: []Decl{{HasHandler: true, ID: "add_task"}, {HasHandler: true, ID: "toggle", Record: "tasks"}, {HasHandler: true, ID: "addNote"}}, Snapshot: s})
 	_, unavail := reg.List(context.Background(), 7)
 	if len(unavail) != 1 || unavail[0].Name != "add_task" || unavail[0].Reason != "The list is full" {
 		t.Fatalf("unavailable = %+v", unavail)
@@ -143,12 +177,12 @@ func TestRunValidatesThenAsksThePage(t *testing.T) {
 	if e, ok := r.Expect.(*ExpectOutcome); !ok || !e.Met {
 		t.Errorf("expect = %#v", r.Expect)
 	}
-	if p := ext.calls[0]; p.TabID != 7 || p.ID != "add_task" || string(p.Args) != `{"text":"hi"}` || p.CallID == "" || p.TraceID == "" {
+	if p := ext.calls[0]; p.TabID != 7 || p.ID != "add_task" || string(p.Arguments) != `{"text":"hi"}` || p.CallID == "" || p.TraceID == "" {
 		t.Errorf("run params = %+v", p)
 	}
-	// The toggle's record travels apart from its arguments.
+	// The toggle's record stays among its arguments, as validated.
 	reg.Call(context.Background(), &tools.Call{Tool: "toggle", TabID: 7, Arguments: json.RawMessage(`{"record":"t1"}`)})
-	if p := ext.calls[1]; p.Record != "t1" || string(p.Args) != `{}` {
+	if p := ext.calls[1]; string(p.Arguments) != `{"record":"t1"}` {
 		t.Errorf("toggle run params = %+v", p)
 	}
 }

@@ -38,11 +38,11 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 		return res
 	}
 	// A same-origin child frame may declare before its top frame.
-	mustUpdate(UpdateParams{TabID: 3, FrameID: 5, Origin: origin, URL: origin + "/child", Actions: []Decl{{ID: "save_draft"}},
+	mustUpdate(UpdateParams{TabID: 3, FrameID: 5, Origin: origin, URL: origin + "/child", Actions: []Decl{{HasHandler: true, ID: "save_draft"}},
 		Snapshot: one("save_draft", false, "nothing to save", "drafts", "d1")})
-	mustUpdate(UpdateParams{TabID: 3, FrameID: 0, Origin: origin, URL: origin + "/", Title: "Top", Actions: []Decl{{ID: "add_task"}},
+	mustUpdate(UpdateParams{TabID: 3, FrameID: 0, Origin: origin, URL: origin + "/", Title: "Top", Actions: []Decl{{HasHandler: true, ID: "add_task"}},
 		Snapshot: one("add_task", true, "", "tasks", "t1", "t2")})
-	res := mustUpdate(UpdateParams{TabID: 3, FrameID: 9, Origin: "https://ads.example", URL: "https://ads.example/", Actions: []Decl{{ID: "buy_now"}},
+	res := mustUpdate(UpdateParams{TabID: 3, FrameID: 9, Origin: "https://ads.example", URL: "https://ads.example/", Actions: []Decl{{HasHandler: true, ID: "buy_now"}},
 		Snapshot: one("buy_now", true, "", "offers", "o1")})
 	if len(res.Refused) != 1 || res.Refused[0].ID != "buy_now" || res.Refused[0].Reason != CrossOriginReason || len(res.Registered) != 0 {
 		t.Fatalf("cross-origin frame: %+v", res)
@@ -70,9 +70,14 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 	}
 
 	// tools.list {tab_id}: both same-origin frames' actions, not the foreign one's.
-	raw, err := m.list(context.Background(), tabParams{TabID: 3})
+	raw, err := m.list(context.Background(), listParams{TabID: 3, FrameID: 0, Origin: "http://127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The cross-origin frame asking for the tab's actions hears nothing of them.
+	if _, err := m.list(context.Background(), listParams{TabID: 3, FrameID: 9, Origin: "https://ads.example"}); err == nil ||
+		!strings.Contains(err.Error(), "PERMISSION_DENIED") || !strings.Contains(err.Error(), "https://ads.example") {
+		t.Errorf("the ad frame's ferry.tools() = %v, want PERMISSION_DENIED naming its origin", err)
 	}
 	lb, _ := json.Marshal(raw)
 	if l := string(lb); !strings.Contains(l, `"add_task"`) || !strings.Contains(l, `"save_draft"`) || strings.Contains(l, "buy_now") {
@@ -80,7 +85,7 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 	}
 
 	// A newer snapshot of one frame replaces only that frame's.
-	mustUpdate(UpdateParams{TabID: 3, FrameID: 5, Origin: origin, URL: origin + "/child", Actions: []Decl{{ID: "save_draft"}},
+	mustUpdate(UpdateParams{TabID: 3, FrameID: 5, Origin: origin, URL: origin + "/child", Actions: []Decl{{HasHandler: true, ID: "save_draft"}},
 		Snapshot: one("save_draft", true, "", "drafts", "d1", "d2")})
 	v = view()
 	if !strings.Contains(v, `"actions":["add_task","save_draft"]`) || !strings.Contains(v, "drafts (2)") || !strings.Contains(v, "tasks (2)") || strings.Contains(v, "nothing to save") {
@@ -106,7 +111,7 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 
 	// The top frame navigates to another origin: the old origin's child goes with it.
 	mustUpdate(UpdateParams{TabID: 3, FrameID: 0, Origin: "http://127.0.0.1:2", URL: "http://127.0.0.1:2/", Title: "Other",
-		Actions: []Decl{{ID: "search"}}, Snapshot: one("search", true, "", "")})
+		Actions: []Decl{{HasHandler: true, ID: "search"}}, Snapshot: one("search", true, "", "")})
 	v = view()
 	if strings.Contains(v, "save_draft") || strings.Contains(v, "drafts") || !strings.Contains(v, `"actions":["search"]`) {
 		t.Errorf("after the top frame's navigation: %s", v)

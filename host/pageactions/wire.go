@@ -18,6 +18,7 @@ import (
 // inputSchema/execute).
 type Decl struct {
 	ID          string          `json:"id"`
+	Title       string          `json:"title,omitempty"` // for people (WebMCP's title)
 	Description string          `json:"description,omitempty"`
 	Kind        string          `json:"kind,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
@@ -31,11 +32,14 @@ type Decl struct {
 	ExpectDesc  string   `json:"expect_desc,omitempty"`
 	ExpectMS    int      `json:"expect_timeout_ms,omitempty"`
 	HasTarget   bool     `json:"has_target,omitempty"`
-	TimeoutMS   int      `json:"timeout_ms,omitempty"`
+	// HasHandler says the page gave a function to run (run, handler, execute); an
+	// action with neither a handler nor a target has nothing Ferry could run.
+	HasHandler bool `json:"has_handler,omitempty"`
+	TimeoutMS  int  `json:"timeout_ms,omitempty"`
 	// Untrusted marks results as content the page does not vouch for (WebMCP's
 	// untrustedContentHint): the model is told so.
 	Untrusted bool   `json:"untrusted,omitempty"`
-	Source    string `json:"source,omitempty"` // "ferry" or "webmcp"
+	Source    string `json:"source,omitempty"` // "ferry", "webmcp" (imperative or a declarative form) or "wu"
 }
 
 // Snapshot is one frame's state: which actions are available now (with reasons for
@@ -80,13 +84,21 @@ type Row struct {
 // snapshot of one frame. The service worker fills tab, frame and origin from the
 // port's sender, never from what the page says.
 type UpdateParams struct {
-	TabID    int      `json:"tab_id"`
-	FrameID  int      `json:"frame_id"`
-	Origin   string   `json:"origin"`
-	URL      string   `json:"url,omitempty"`
-	Title    string   `json:"title,omitempty"`
-	Actions  []Decl   `json:"actions"`
-	Snapshot Snapshot `json:"snapshot"`
+	TabID   int    `json:"tab_id"`
+	FrameID int    `json:"frame_id"`
+	Origin  string `json:"origin"`
+	URL     string `json:"url,omitempty"`
+	Title   string `json:"title,omitempty"`
+	// Doc identifies the frame's document (random, made by the bridge at each load);
+	// Seq numbers its updates from 1. The host applies an update only when it is
+	// newer than the last one applied for the same document, so that every
+	// registration arrives, in order, however the requests interleave.
+	Doc string `json:"doc,omitempty"`
+	Seq int64  `json:"seq,omitempty"`
+	// Permissions are the page's own global flags (ferry.init({permissions})).
+	Permissions map[string]bool `json:"permissions,omitempty"`
+	Actions     []Decl          `json:"actions"`
+	Snapshot    Snapshot        `json:"snapshot"`
 }
 
 // Refusal is an action the host would not register, with the reason (shadowing a
@@ -96,13 +108,14 @@ type Refusal struct {
 	Reason string `json:"reason"`
 }
 
-// RunParams is page.action.run (host → extension).
+// RunParams is page.action.run (host → extension → bridge → page, the same fields
+// on every hop). Arguments are the call's as the pipeline validated them: a
+// per-record action's record is among them.
 type RunParams struct {
 	TabID     int             `json:"tab_id"`
 	FrameID   int             `json:"frame_id"`
 	ID        string          `json:"id"`
-	Args      json.RawMessage `json:"args"`
-	Record    string          `json:"record,omitempty"`
+	Arguments json.RawMessage `json:"arguments"`
 	CallID    string          `json:"call_id"`
 	TraceID   string          `json:"trace_id"`
 	Depth     int             `json:"depth"`

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -90,4 +91,19 @@ func checkName(name string) error {
 		}
 	}
 	return nil
+}
+
+// FoldName is a name with case, '-', '_', '.' and white space taken out: two names
+// that fold alike read alike to a model or a person ("Execute_Script",
+// "execute-script" and "executescript" are one name), so a page action may not take
+// a name that folds like a builtin's.
+func FoldName(name string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r == '-' || r == '_' || r == '.' || unicode.IsSpace(r) {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -61,6 +61,9 @@ func (r *Registry) Call(ctx context.Context, call *Call) Result {
 	st := &callState{call: call, start: start}
 	res := r.pipeline(ctx, st)
 	r.record(st, res)
+	if st.e != nil && st.e.tool.Finished != nil {
+		r.finished(st, res)
+	}
 	return res
 }
 
@@ -72,6 +75,18 @@ type callState struct {
 	args      any    // decoded arguments, once they parsed
 	canonical []byte // their canonical JSON, once they validated
 	dangerous bool
+	ran       bool // Run was started
+}
+
+// finished tells the tool how its call ended; a panic there is logged, never the
+// caller's problem.
+func (r *Registry) finished(st *callState, res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", st.e.name).Interface("panic", p).Msg("a tool's Finished hook panicked")
+		}
+	}()
+	st.e.tool.Finished(st.call, res, st.ran)
 }
 
 func fail(code Code, format string, a ...any) Result {
@@ -128,13 +143,15 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 	defer release()
 
 	// 6. confirmation
-	ask, msg := needsConfirm(e, p), e.tool.ConfirmMessage
+	policyAsks := policyConfirms(e, p)
+	ask, msg := e.tool.Confirm || policyAsks, e.tool.ConfirmMessage
 	if e.tool.Assess != nil {
 		a, f := r.assess(ctx, e, call)
 		if f != nil {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
 		ask = ask || a.Confirm || (a.Write && p.ConfirmWrites)
+		policyAsks = policyAsks || a.Confirm || (a.Write && p.ConfirmWrites)
 		st.dangerous = st.dangerous || a.Dangerous
 		if a.Message != "" {
 			msg = a.Message
@@ -149,7 +166,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 			}
 			call.Document = doc
 		}
-		if res, ok := r.confirm(ctx, st, p, msg); !ok {
+		if res, ok := r.confirm(ctx, st, p, msg, policyAsks); !ok {
 			return res
 		}
 	}
@@ -164,6 +181,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 	if timeout <= 0 {
 		timeout = p.RunTimeout
 	}
+	st.ran = true
 	return r.run(ctx, e, call, timeout)
 }
 
@@ -215,9 +233,19 @@ func permit(e *entry, call *Call, p *Policy) *Failure {
 	}
 	flags := map[string]bool{PermReadStore: p.ReadStore, PermWriteStore: p.WriteStore, PermEmitEvents: p.EmitEvents}
 	keys := map[string]string{PermReadStore: SettingReadStore, PermWriteStore: SettingWriteStore, PermEmitEvents: SettingEmitEvents}
+	own := e.tool.Flags != nil
+	if own {
+		flags = map[string]bool{}
+		for k, v := range e.tool.Flags() {
+			flags[k] = v
+		}
+	}
 	call.Granted = call.Granted[:0]
 	for _, perm := range e.tool.Permissions {
 		if !flags[perm] {
+			if own {
+				return Failf(CodePermissionDenied, "%s needs the %s permission, which its page has not turned on (ferry.init({permissions: {%s: true}})) or the host's policy for pages withholds", e.name, perm, perm)
+			}
 			return Failf(CodePermissionDenied, "%s needs the %s permission, which is off globally; `ferry config set %s true` allows it", e.name, perm, keys[perm])
 		}
 		call.Granted = append(call.Granted, perm)
@@ -232,20 +260,26 @@ func permit(e *entry, call *Call, p *Policy) *Failure {
 	return nil
 }
 
-func needsConfirm(e *entry, p *Policy) bool {
-	return e.tool.Confirm || p.Confirm[e.name] || p.Confirm[e.modelName] || (p.ConfirmWrites && e.tool.Kind == KindWrite)
+// policyConfirms says whether the person's own policy (tools.confirm,
+// tools.confirm_writes) asks for a person before this tool runs, whatever the tool
+// itself declares.
+func policyConfirms(e *entry, p *Policy) bool {
+	return p.Confirm[e.name] || p.Confirm[e.modelName] || (p.ConfirmWrites && e.tool.Kind == KindWrite)
 }
 
 // confirm is step 6. Any outcome but a yes is a denial.
-func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg string) (Result, bool) {
+// byPolicy says the person's policy (or the tool's own assessment) asks: then only a
+// person's answer counts, never the page's.
+func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg string, byPolicy bool) (Result, bool) {
 	e, call := st.e, st.call
 	ui := r.UI()
 	if ui == nil {
 		return fail(CodeUserRejected, "%s needs a person's confirmation, but no UI is connected to ask (open Ferry's side panel in the browser; `ferry call` cannot confirm)", e.name), false
 	}
-	// A page action's own page may answer its confirmation (host/pageactions), so a
-	// missing side panel does not settle it here.
-	if noPanel(ui) && e.tool.Source != SourcePage {
+	// A page action's own page may answer the confirmation its action declared
+	// (host/pageactions), so a missing side panel does not settle it here; the
+	// person's policy is answered by a person only.
+	if noPanel(ui) && (e.tool.Source != SourcePage || byPolicy) {
 		return fail(CodeUserRejected, "%s needs a person's confirmation, but %s; treated as a denial", e.name, NoPanelReason), false
 	}
 	if msg == "" {
@@ -262,7 +296,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	ok, err := ui.Confirm(cctx, ConfirmRequest{
 		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
-		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID,
+		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID, ByPolicy: byPolicy,
 		Requester: requesterOf(call), Page: call.Document,
 	})
 	switch {
@@ -381,6 +415,9 @@ func (r *Registry) run(ctx context.Context, e *entry, call *Call, timeout time.D
 			return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed within %s; the page may have changed: check before retrying", e.name, timeout)
 		}
 		return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed: %v; the page may have changed: check before retrying", e.name, out.expErr)
+	}
+	if o, ok := out.result.(Outcome); ok {
+		return Result{Success: true, Result: o.Result, Expect: o.Expect, Changed: o.Changed}
 	}
 	return Result{Success: true, Result: out.result, Expect: out.exp.Expect, Changed: out.exp.Changed}
 }

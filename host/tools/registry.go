@@ -35,6 +35,7 @@ type Registry struct {
 	// model-visible names of those back. Page actions live per tab.
 	global  map[string]*entry
 	byModel map[string]string
+	folded  map[string]string         // FoldName of each global name → the name
 	pages   map[int]map[string]*entry // tab → name → page action
 
 	ui     atomic.Pointer[uiHolder]
@@ -63,6 +64,7 @@ func NewRegistry(opts Options) *Registry {
 	return &Registry{
 		global:  map[string]*entry{},
 		byModel: map[string]string{},
+		folded:  map[string]string{},
 		pages:   map[int]map[string]*entry{},
 		policy:  &policyCache{src: opts.Settings},
 		guard:   newGuard(),
@@ -118,6 +120,9 @@ func (r *Registry) Register(t Tool) error {
 		if g, ok := r.byModel[e.modelName]; ok {
 			return fmt.Errorf("page action %q is refused: the model would see it as %q, the name of the %s tool %q; rename the action", e.name, e.modelName, r.global[g].tool.Source, g)
 		}
+		if g, ok := r.folded[FoldName(e.name)]; ok {
+			return fmt.Errorf("page action %q is refused: it reads like the %s tool %q (case, '-', '_', '.' and spaces aside), which a page can never imitate; rename the action", e.name, r.global[g].tool.Source, g)
+		}
 		tab := r.pages[t.TabID]
 		if tab == nil {
 			tab = map[string]*entry{}
@@ -139,6 +144,7 @@ func (r *Registry) Register(t Tool) error {
 	}
 	r.global[e.name] = e
 	r.byModel[e.modelName] = e.name
+	r.folded[FoldName(e.name)] = e.name
 	// A new global name hides nothing: any page action already using it stops
 	// being callable by that name, so it is removed rather than left shadowed.
 	for _, tab := range r.pages {
@@ -188,9 +194,12 @@ func (r *Registry) prepare(t Tool) (*entry, error) {
 			return nil, fmt.Errorf("tool %q: unknown permission %q (readStore, writeStore or emitEvents)", name, p)
 		}
 	}
-	schema, err := normalizeParameters(t.Parameters, t.Source == SourceBuiltin)
-	if err != nil {
-		return nil, fmt.Errorf("tool %q: %w", name, err)
+	schema := t.Schema
+	if schema == nil {
+		var err error
+		if schema, err = normalizeParameters(t.Parameters, t.Source == SourceBuiltin); err != nil {
+			return nil, fmt.Errorf("tool %q: %w", name, err)
+		}
 	}
 	if t.Description == "" {
 		t.Description = "Execute: " + name
@@ -220,6 +229,7 @@ func (r *Registry) Unregister(name string) bool {
 	if ok {
 		delete(r.global, name)
 		delete(r.byModel, e.modelName)
+		delete(r.folded, FoldName(name))
 	}
 	return ok
 }
@@ -233,6 +243,7 @@ func (r *Registry) RemoveApp(app string) int {
 		if e.tool.Source == SourceCapability && e.tool.App == app {
 			delete(r.global, name)
 			delete(r.byModel, e.modelName)
+			delete(r.folded, FoldName(name))
 			n++
 		}
 	}
@@ -299,6 +310,7 @@ func (r *Registry) Resolve(name string, tab int) (string, bool) {
 type Listing struct {
 	Name        string          `json:"name"`
 	ModelName   string          `json:"model_name"`
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Source      Source          `json:"source"`
@@ -333,7 +345,7 @@ type PageView struct {
 func (e *entry) listing() Listing {
 	t := e.tool
 	return Listing{
-		Name: e.name, ModelName: e.modelName, Description: t.Description, Parameters: e.schema.JSON,
+		Name: e.name, ModelName: e.modelName, Title: t.Title, Description: t.Description, Parameters: e.schema.JSON,
 		Source: t.Source, Kind: t.Kind, Dialect: e.schema.Dialect, Tokens: e.tokens,
 		Confirm: t.Confirm || t.Assess != nil, Dangerous: t.Dangerous, Permissions: t.Permissions,
 		Origin: t.Origin, App: t.App, TabID: t.TabID, FrameID: t.FrameID,

@@ -90,6 +90,35 @@ func NormalizeParameters(raw json.RawMessage) (*Schema, error) {
 	return normalizeParameters(raw, false)
 }
 
+// NormalizeParametersWith reads parameters in any dialect, lets extend add to the
+// normalised object schema (decoded, numbers kept exact), and compiles the result
+// once: for a caller that adds parameters of its own (a per-record action's record).
+func NormalizeParametersWith(raw json.RawMessage, extend func(root map[string]any) error) (*Schema, error) {
+	s, err := normalizeParameters(raw, true)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(s.JSON))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, err
+	}
+	if err := extend(root); err != nil {
+		return nil, err
+	}
+	out, err := marshalNoEscape(root)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compileSchema(out, false)
+	if err != nil {
+		return nil, err
+	}
+	c.Dialect = s.Dialect
+	return c, nil
+}
+
 func normalizeParameters(raw json.RawMessage, lazy bool) (*Schema, error) {
 	trimmed := bytes.TrimSpace(raw)
 	var (

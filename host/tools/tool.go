@@ -36,11 +36,18 @@ const (
 // (raw JSON Schema, the shorthand object, the list; see Dialect); the registry
 // normalises them to one JSON Schema object at registration.
 type Tool struct {
-	Name        string
+	Name string
+	// Title is a human-readable name for user interfaces (WebMCP's and MCP's title);
+	// the model is given Name.
+	Title       string
 	Description string
 	Parameters  json.RawMessage
-	Source      Source
-	Kind        Kind
+	// Schema, when set, is Parameters already normalised and compiled (a page
+	// action's schema with its record parameter added): Register uses it as it is
+	// instead of normalising Parameters again.
+	Schema *Schema
+	Source Source
+	Kind   Kind
 
 	// Confirm asks a person before every run. Dangerous logs a warning with the
 	// arguments on every run and marks the audit row.
@@ -57,7 +64,9 @@ type Tool struct {
 	// means always available.
 	Available func(ctx context.Context, call *Call) (ok bool, reason string)
 	// Run does the work. Returning a *Failure chooses the result code; any other
-	// error is HANDLER_ERROR with its message. A panic is HANDLER_ERROR too.
+	// error is HANDLER_ERROR with its message. A panic is HANDLER_ERROR too. A Run
+	// that knows more than its result (a page action: the declared expectation and
+	// what changed) returns an Outcome, and the pipeline puts each part in its place.
 	Run func(ctx context.Context, call *Call) (any, error)
 	// Expect, when set, checks after a successful Run that the declared result is
 	// observable (a page action's expect). An error is EXPECTATION_FAILED with its
@@ -87,6 +96,16 @@ type Tool struct {
 	// the document already, so that the card names the page and the approval holds
 	// for that document alone (Call.Document). An error is the call's result.
 	Locate func(ctx context.Context, call *Call) (*Document, error)
+	// Flags, when set, are the declarer's own global permission flags (a page's
+	// ferry.init({permissions})), already narrowed by the host's policy for such
+	// declarers: they stand in for the settings tools.read_store, tools.write_store
+	// and tools.emit_events when this tool's permissions are checked. The double
+	// gate stays: writeStore still needs the tool's own opt-in.
+	Flags func() map[string]bool
+	// Finished, when set, hears how every call of this tool ended, once the result
+	// is known; ran says whether Run was started. A page action tells its page about
+	// the host's denials with it.
+	Finished func(call *Call, res Result, ran bool)
 	// Exposed, when set, says whether the model is offered the tool now (a page
 	// action outside the page's active region is not): ModelList leaves it out. An
 	// exposure rule, not a permission: a call by name still goes through the pipeline.
@@ -124,6 +143,15 @@ type Document struct {
 	URL    string `json:"url"`
 	Title  string `json:"title,omitempty"`
 	Origin string `json:"origin,omitempty"` // http(s) pages only
+}
+
+// Outcome is what a Run may return instead of a bare result: the result, and the
+// evidence that lands beside it in the Result (a page action's expectation and
+// changes travel this way, from Run to the Result, and nowhere else).
+type Outcome struct {
+	Result  any
+	Expect  any
+	Changed any
 }
 
 // Expectation is the evidence a successful Expect returns; both land in the Result.

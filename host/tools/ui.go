@@ -58,6 +58,10 @@ type ConfirmRequest struct {
 	Source  Source `json:"source,omitempty"`
 	TabID   int    `json:"tab_id,omitempty"`
 	FrameID int    `json:"frame_id,omitempty"`
+	// ByPolicy says a person must answer: the person's policy (tools.confirm,
+	// tools.confirm_writes) or the host's own judgement asks, not only the action's
+	// declaration. A page's own confirmation may then refuse, never approve.
+	ByPolicy bool `json:"by_policy,omitempty"`
 	// Requester says who asks for the call, so the person knows whose request they
 	// answer; Flow, when the call would carry a run's data somewhere, says from where
 	// to where. The side panel shows both.
