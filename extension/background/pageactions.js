@@ -1,25 +1,19 @@
 // Page actions in the service worker: one runtime port per frame from the
-// content-script bridges (content/bridge.js), routed to and from the host.
-//
-//   bridge → worker: update {actions, snapshot, title} → host page.actions.update
-//                    call {rid, op: execute|tools, name, args} → host page.actions.execute|list
-//                    call {rid, op: ask, args: {text}} → host page.ask (ferry.ask)
-//                    hello → status (with disabled and reason when the user turned the
-//                            page API off for the origin: host page.status)
-//                    ran {rid, out} (the answer to a run)
-//   host → worker:   page.action.run {tab_id, frame_id, id, args, …} → bridge run → its out
-//                    page.action.confirm {tab_id, frame_id, call_id, id, arguments, message, timeout_ms}
-//                      → bridge confirm → {answered, approved} (the page's own answer)
-//                    page.action.confirm.done {tab_id, frame_id, call_id, approved, by}
-//   bridge → worker: confirmed {rid, out} (the answer to a confirm)
-//   worker → host:   page.actions.remove when a frame's port closes or its tab does
+// content-script bridges (content/bridge.js), routed to and from the host. Every
+// message of every hop, with its fields, is in protocol/PAGES.md; the names are in
+// lib/wire.js.
 //
 // Tab, frame and origin always come from the port's sender, never from the page.
-// A bridge reaches only these page.actions.* methods, never the host at large.
+// A bridge reaches only the page.* methods, never the host at large. A frame whose
+// origin is not its tab's top page's is refused ferry.tools(), ferry.execute() and
+// ferry.ask() here (PERMISSION_DENIED naming its origin), and again in the host.
+// One update per frame is in flight at a time, the newest waiting behind it, so the
+// host hears a frame's declarations in the order the page made them.
 
 import { RPC } from '../lib/host-errors.js';
+import { FRAME as F, HOST as H, OP, PAGE_PORT } from '../lib/wire.js';
 
-export const PAGE_PORT = 'ferry-page';
+export { PAGE_PORT };
 export const RUN_SLACK_MS = 10_000;
 
 function originOf(url) {
@@ -31,8 +25,13 @@ function originOf(url) {
   }
 }
 
+/** The refusal of a page request from a frame of another origin than its tab's page. */
+export function foreignFrameReason(what, origin, top) {
+  return `${what} from a frame of ${origin} is refused: only the tab's top page (${top || 'unknown'}) and its same-origin frames may use Ferry's page API`;
+}
+
 export function createPageActions(client, api, { timers = globalThis, logger = console } = {}) {
-  const frames = new Map(); // "tab:frame" → {port, tabId, frameId, origin, url, update, runs}
+  const frames = new Map(); // "tab:frame" → {port, tabId, frameId, origin, url, update, runs, confirms, sending, next}
   let nextRid = 1;
 
   const key = (tab, frame) => `${tab}:${frame}`;
@@ -46,27 +45,53 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     const s = statusOf();
     if (s.connected) {
       try {
-        const got = await client.request('page.status', { origin: f.origin });
+        const got = await client.request(H.STATUS, { origin: f.origin });
         if (got?.disabled) Object.assign(s, { disabled: true, reason: String(got.reason ?? '') });
       } catch (err) {
         logger.warn('ferry: page.status failed', err?.message ?? err);
       }
     }
-    f.port.post({ t: 'status', ...s });
+    f.port.post({ t: F.STATUS, ...s });
   }
 
+  /** Sends the frame's newest update; one at a time, the newest replacing any waiting one. */
   async function sendUpdate(f) {
     if (!f.update) return;
-    const params = {
-      tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, url: f.url,
-      title: f.update.title ?? '', actions: f.update.actions ?? [], snapshot: f.update.snapshot ?? { actions: [] },
-    };
+    if (f.sending) {
+      f.again = true;
+      return;
+    }
+    f.sending = true;
     try {
-      const res = await client.request('page.actions.update', params);
-      if (res?.refused?.length) f.port.post({ t: 'refused', refused: res.refused });
-    } catch (err) {
-      logger.warn('ferry: page.actions.update failed', err?.message ?? err);
-      f.port.post({ t: 'refused', refused: (params.actions ?? []).map((a) => ({ id: a.id, reason: String(err?.message ?? err) })) });
+      do {
+        f.again = false;
+        const u = f.update;
+        const params = {
+          tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, url: f.url, title: u.title ?? '',
+          doc: u.doc, seq: u.seq, permissions: u.permissions ?? {},
+          actions: u.actions ?? [], snapshot: u.snapshot ?? { actions: [] },
+        };
+        try {
+          const res = await client.request(H.UPDATE, params);
+          if (res?.refused?.length || res?.cut) f.port.post({ t: F.REFUSED, refused: res.refused ?? [], cut: res.cut });
+        } catch (err) {
+          logger.warn('ferry: page.actions.update failed', err?.message ?? err);
+          f.port.post({ t: F.REFUSED, refused: (params.actions ?? []).map((a) => ({ id: a.id, reason: String(err?.message ?? err) })) });
+        }
+      } while (f.again && frames.get(key(f.tabId, f.frameId)) === f);
+    } finally {
+      f.sending = false;
+    }
+  }
+
+  /** The origin of the page the tab shows now, from the browser (never from a page). */
+  async function topOrigin(f, sender) {
+    if (f.frameId === 0) return f.origin;
+    try {
+      const tab = await api.tabsGet(f.tabId);
+      return originOf(tab?.url ?? '');
+    } catch {
+      return originOf(sender?.tab?.url ?? '');
     }
   }
 
@@ -81,9 +106,9 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       return;
     }
     // The tab's snapshot covers its top frame and same-origin frames only.
-    const topOrigin = originOf(sender.tab?.url ?? '');
-    const foreign = frameId !== 0 && topOrigin !== '' && topOrigin !== origin;
-    const f = { port, tabId, frameId, origin, url, update: null, runs: new Map(), confirms: new Map(), foreign };
+    const tabOrigin = originOf(sender.tab?.url ?? '');
+    const foreign = frameId !== 0 && tabOrigin !== '' && tabOrigin !== origin;
+    const f = { port, tabId, frameId, origin, url, update: null, runs: new Map(), confirms: new Map(), foreign, sending: false, again: false };
     const k = key(tabId, frameId);
     frames.get(k)?.port.disconnect?.();
     frames.set(k, f);
@@ -91,22 +116,22 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     port.onMessage((msg) => {
       if (!msg || typeof msg !== 'object') return;
       switch (msg.t) {
-        case 'update':
+        case F.UPDATE:
           if (f.foreign) {
-            port.post({ t: 'refused', refused: (msg.actions ?? []).map((a) => ({ id: a?.id, reason: 'actions of a cross-origin frame are not offered to the agent' })) });
+            port.post({ t: F.REFUSED, refused: (msg.actions ?? []).map((a) => ({ id: a?.id, reason: 'actions of a cross-origin frame are not offered to the agent' })) });
             return;
           }
-          f.update = { actions: msg.actions, snapshot: msg.snapshot, title: msg.title };
+          f.update = { actions: msg.actions, snapshot: msg.snapshot, title: msg.title, doc: msg.doc, seq: msg.seq, permissions: msg.permissions };
           sendUpdate(f);
           break;
-        case 'hello':
+        case F.HELLO:
           if (client.state !== 'connected') client.connect();
           postStatus(f);
           break;
-        case 'call':
-          call(f, msg);
+        case F.CALL:
+          call(f, msg, sender);
           break;
-        case 'confirmed': {
+        case F.CONFIRMED: {
           // Only the answer to a confirmation this frame was sent counts.
           const pending = f.confirms.get(msg.rid);
           if (pending) {
@@ -115,7 +140,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
           }
           break;
         }
-        case 'ran': {
+        case F.RAN: {
           const pending = f.runs.get(msg.rid);
           if (pending) {
             f.runs.delete(msg.rid);
@@ -132,33 +157,49 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       f.runs.clear();
       for (const p of f.confirms.values()) p.resolve({ answered: false });
       f.confirms.clear();
-      if (f.update) client.notify('page.actions.remove', { tab_id: tabId, frame_id: frameId });
+      if (f.update) client.notify(H.REMOVE, { tab_id: tabId, frame_id: frameId });
     });
     if (client.state === 'connected') postStatus(f);
   }
 
-  async function call(f, msg) {
+  const WHAT = { execute: 'ferry.execute', tools: 'ferry.tools', ask: 'ferry.ask' };
+
+  async function call(f, msg, sender) {
     let result;
     let error;
+    let code;
+    const what = WHAT[msg.op];
+    if (!what) {
+      f.port.post({ t: F.REPLY, rid: msg.rid, error: `unknown operation ${JSON.stringify(msg.op)}` });
+      return;
+    }
+    const top = await topOrigin(f, sender);
+    if (f.origin !== top) {
+      const reason = foreignFrameReason(what, f.origin, top);
+      if (msg.op === OP.EXECUTE) result = { success: false, code: 'PERMISSION_DENIED', reason };
+      else [error, code] = [reason, 'PERMISSION_DENIED'];
+      f.port.post({ t: F.REPLY, rid: msg.rid, result, error, code });
+      return;
+    }
+    const cause = typeof msg.trace_id === 'string' && msg.trace_id !== '' ? { trace_id: msg.trace_id, depth: Number(msg.depth) || 0 } : {};
+    const where = { tab_id: f.tabId, frame_id: f.frameId, origin: f.origin };
     try {
-      if (msg.op === 'execute') {
-        result = await client.request('page.actions.execute', {
-          tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, name: String(msg.name ?? ''), arguments: msg.args ?? {},
+      if (msg.op === OP.EXECUTE) {
+        result = await client.request(H.EXECUTE, {
+          ...where, name: String(msg.name ?? ''), arguments: msg.arguments ?? {}, ...cause,
         }, { timeout: 10 * 60_000 });
-      } else if (msg.op === 'ask') {
+      } else if (msg.op === OP.ASK) {
         // The origin is the port sender's, never the page's word.
-        result = await client.request('page.ask', {
-          tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, text: String(msg.args?.text ?? ''),
-        }, { timeout: 3 * 60_000 });
-      } else if (msg.op === 'tools') {
-        result = await client.request('page.actions.list', { tab_id: f.tabId });
+        result = await client.request(H.ASK, { ...where, text: String(msg.arguments?.text ?? ''), ...cause }, { timeout: 3 * 60_000 });
       } else {
-        error = `unknown operation ${JSON.stringify(msg.op)}`;
+        result = await client.request(H.LIST, where);
       }
     } catch (err) {
       error = String(err?.message ?? err);
+      const m = /^([A-Z_]+): /.exec(error);
+      if (m) code = m[1];
     }
-    f.port.post({ t: 'reply', rid: msg.rid, result, error });
+    f.port.post({ t: F.REPLY, rid: msg.rid, result, error, code });
   }
 
   /** host → extension: page.action.run. */
@@ -178,7 +219,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         resolve: (v) => { timers.clearTimeout(timer); resolve(v); },
         reject: (e) => { timers.clearTimeout(timer); reject(e); },
       });
-      f.port.post({ t: 'run', rid, req: params });
+      f.port.post({ t: F.RUN, rid, req: params });
     });
   }
 
@@ -197,7 +238,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         callId: params.call_id,
         resolve: (v) => { timers.clearTimeout(timer); resolve(v); },
       });
-      f.port.post({ t: 'confirm', rid, req: params });
+      f.port.post({ t: F.CONFIRM, rid, req: params });
     });
   }
 
@@ -211,14 +252,26 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         p.resolve({ answered: false });
       }
     }
-    f.port.post({ t: 'confirm_done', call_id: params.call_id, approved: Boolean(params.approved), by: String(params.by ?? '') });
+    f.port.post({ t: F.CONFIRM_DONE, call_id: params.call_id, approved: Boolean(params.approved), by: String(params.by ?? '') });
+    return {};
+  }
+
+  /** host → extension: page.action.denied — the host refused a call of the frame's action. */
+  function denied(params) {
+    const f = frames.get(key(params?.tab_id, params?.frame_id ?? 0));
+    if (!f) return {};
+    f.port.post({
+      t: F.DENIED, id: String(params.id ?? ''), call_id: String(params.call_id ?? ''), code: String(params.code ?? ''),
+      reason: String(params.reason ?? ''), trace_id: params.trace_id, depth: params.depth,
+    });
     return {};
   }
 
   function register() {
-    client.registerHandler('page.action.run', (params) => run(params ?? {}));
-    client.registerHandler('page.action.confirm', (params) => confirm(params ?? {}));
-    client.registerHandler('page.action.confirm.done', (params) => confirmDone(params ?? {}));
+    client.registerHandler(H.RUN, (params) => run(params ?? {}));
+    client.registerHandler(H.CONFIRM, (params) => confirm(params ?? {}));
+    client.registerHandler(H.CONFIRM_DONE, (params) => confirmDone(params ?? {}));
+    client.registerHandler(H.DENIED, (params) => denied(params ?? {}));
     // A host that (re)connects knows nothing of the pages: tell it everything again.
     let was = client.state;
     client.subscribe((snap) => {
@@ -239,7 +292,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
             had = true;
           }
         }
-        if (had) client.notify('page.actions.remove', { tab_id: tabId });
+        if (had) client.notify(H.REMOVE, { tab_id: tabId });
       });
     } catch (err) {
       // A fake chrome without tabs (unit tests): frames still go with their ports.
@@ -247,5 +300,5 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
     }
   }
 
-  return { open, run, confirm, confirmDone, register, frames };
+  return { open, run, confirm, confirmDone, denied, register, frames };
 }

@@ -28,20 +28,9 @@
     return view ? view.getComputedStyle(el) : null;
   }
 
-  /** Why an element is not seen by the user (a word), or null. Its subtree goes with it. */
+  /** Why an element is not seen by the user (a word), or null (content/element-state.js). */
   function hiddenReason(el, cs) {
-    if (el.getAttribute('aria-hidden') === 'true') return 'aria-hidden';
-    if (!cs) return null;
-    if (cs.display === 'none') return 'display:none';
-    if (cs.display === 'contents') return null;
-    if (cs.visibility === 'hidden' || cs.visibility === 'collapse') return 'visibility:hidden';
-    if (cs.contentVisibility === 'hidden') return 'content-visibility:hidden';
-    if (el.localName === 'input' && el.type === 'hidden') return 'hidden input';
-    const w = el.offsetWidth;
-    if (w === 0 && el.offsetHeight === 0 && (el.childElementCount === 0 || cs.overflow === 'hidden') && el.localName !== 'option' && el.localName !== 'optgroup') {
-      return 'zero size';
-    }
-    return null;
+    return global.FerryElementState.hiddenReason(el, cs);
   }
 
   /**
@@ -531,54 +520,29 @@
     return el;
   }
 
+  // Whether a person could use the element: content/element-state.js decides, for
+  // these tools and for the targets of pages' declared actions alike.
+  const elementState = global.FerryElementState;
+  function stateFail(p) {
+    const { reason, ...data } = p;
+    return fail('element_state', reason, data);
+  }
+
   function checkDisabled(el) {
-    let disabled = false;
-    try {
-      disabled = el.matches(':disabled');
-    } catch {
-      disabled = false;
-    }
-    if (disabled || el.getAttribute('aria-disabled') === 'true') {
-      throw fail('element_state', `${describe(el)} is disabled`, { state: 'disabled', element: describe(el) });
-    }
+    const p = elementState.disabledProblem(el);
+    if (p) throw stateFail(p);
   }
 
   function checkVisible(el) {
-    for (let e = el; e && e.nodeType === 1; e = e.parentElement || (e.getRootNode().host ?? null)) {
-      const why = hiddenReason(e, styleOf(e));
-      if (why && !(why === 'zero size' && e !== el)) {
-        throw fail('element_state', `${describe(el)} is hidden (${e === el ? why : `inside ${describe(e)}, ${why}`})`, { state: 'hidden', element: describe(el) });
-      }
-    }
-    if (!el.getClientRects().length) throw fail('element_state', `${describe(el)} is hidden (it has no box on the page)`, { state: 'hidden', element: describe(el) });
-  }
-
-  function composedContains(outer, inner) {
-    for (let n = inner; n; n = n.parentNode || n.host) if (n === outer) return true;
-    return false;
+    const p = elementState.hiddenProblem(el);
+    if (p) throw stateFail(p);
   }
 
   /** Scrolls el into view and checks that a click at its centre reaches it; returns the point. */
   function reach(el) {
-    el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-    const r = el.getBoundingClientRect();
-    const x = r.left + r.width / 2;
-    const y = r.top + r.height / 2;
-    const view = el.ownerDocument.defaultView;
-    if (el.ownerDocument !== document) return { x, y }; // inside a frame: the frame's own coordinates
-    if (x < 0 || y < 0 || x > view.innerWidth || y > view.innerHeight) {
-      throw fail('element_state', `${describe(el)} is outside the visible area even after scrolling`, { state: 'offscreen', element: describe(el) });
-    }
-    const root = el.getRootNode();
-    const hit = (root.elementFromPoint ? root.elementFromPoint(x, y) : null) || document.elementFromPoint(x, y);
-    if (hit && hit !== el && !composedContains(el, hit)) {
-      const label = hit.closest && hit.closest('label');
-      const labelsEl = label && (label.control === el || composedContains(label, el));
-      if (!labelsEl && !composedContains(hit, el)) {
-        throw fail('element_state', `${describe(el)} is covered by ${describe(hit)}`, { state: 'covered', element: describe(el), covered_by: describe(hit) });
-      }
-    }
-    return { x, y };
+    const r = elementState.reach(el, { scroll: true });
+    if (r.problem) throw stateFail(r.problem);
+    return r.point;
   }
 
   function mouse(el, type, x, y) {

@@ -1,20 +1,31 @@
 // window.ferry: the page API, injected by the extension into the MAIN world of
 // http(s) pages at document_start, before the page's own scripts. It keeps the
-// page's declared actions (both dialects of the seeds, and WebMCP tools), runs
-// their handlers when the host asks, and talks to the extension's isolated-world
-// bridge (content/bridge.js) over a MessageChannel port that the bridge hands over
-// once, at injection. Classic script, no imports: MAIN-world content scripts cannot
+// page's declared actions (both dialects of the seeds), the page's WebMCP tools
+// (page/webmcp.js: the browser's own modelContext, or Ferry's shim) and a
+// wu-framework app's actions, runs them when the host asks, and talks to the
+// extension's isolated-world bridge (content/bridge.js) over a MessageChannel port
+// that the bridge hands over once, at injection. Every message and its fields:
+// protocol/PAGES.md. Classic script, no imports: MAIN-world content scripts cannot
 // be modules. Everything is inside one function so nothing but `ferry` (and the
-// WebMCP shim) reaches the page's globals.
+// WebMCP shim) reaches the page's globals; lib/wire.js and page/webmcp.js, which
+// run just before, are taken from the global object and deleted here.
 (function ferryPageAPI(win) {
   'use strict';
   const KEY = Symbol.for('ferry.page');
   if (win[KEY]) return;
 
+  const W = win.FerryWire;
+  delete win.FerryWire;
+  const WEBMCP = Symbol.for('ferry.webmcp');
+  const startWebMCP = win[WEBMCP];
+  delete win[WEBMCP];
+  const T = W.PAGE;
+
   const DEFAULT_EXPECT_MS = 2000;
   const MAX_ROWS = 200; // records of one collection in a snapshot
-  const HANDSHAKE = 'ferry:bridge-port';
-  const TARGET_EVENT = '__ferry_target';
+  const MAX_LOG = 100; // executions kept for getStats()
+  const HANDSHAKE = W.HANDSHAKE;
+  const TARGET_EVENT = W.TARGET_EVENT;
 
   // ---- the private channel ----
   let port = null;
@@ -47,6 +58,9 @@
     if (typeof id !== 'string' || id.trim() === '') throw new TypeError('ferry.action: the id must be a non-empty string');
     const c = config ?? {};
     const run = typeof c.run === 'function' ? c.run : typeof c.handler === 'function' ? c.handler : null;
+    if (!run && (c.target === undefined || c.target === null)) {
+      throw new TypeError(`ferry.action ${id}: give it a handler (run or handler) or a target element for Ferry to drive`);
+    }
     const expect = c.expect && typeof c.expect === 'object' ? c.expect : null;
     if (expect && typeof expect.check !== 'function') throw new TypeError(`ferry.action ${id}: expect.check must be a function`);
     const params = c.params ?? c.parameters ?? c.inputSchema;
@@ -54,6 +68,7 @@
     if (kind === undefined && c.annotations) kind = c.annotations.readOnlyHint ? 'read' : 'write';
     const decl = {
       id,
+      title: c.title === undefined ? '' : String(c.title),
       description: String(c.desc ?? c.description ?? ''),
       kind: kind ?? 'write',
       parameters: params === undefined ? null : plain(params),
@@ -65,9 +80,10 @@
       expect_desc: expect ? String(expect.desc ?? expect.description ?? '') : '',
       expect_timeout_ms: expect && Number.isFinite(expect.timeout) ? expect.timeout : 0,
       has_target: c.target !== undefined && c.target !== null,
+      has_handler: Boolean(run),
       timeout_ms: Number.isFinite(c.timeout) ? c.timeout : 0,
       untrusted: Boolean(c.untrusted ?? c.annotations?.untrustedContentHint),
-      source: c.source === 'webmcp' ? 'webmcp' : 'ferry',
+      source: c.source === 'webmcp' || c.source === 'wu' ? c.source : 'ferry',
     };
     for (const k of Object.keys(decl)) if (decl[k] === '' || decl[k] === 0 || decl[k] === false || decl[k] === null) delete decl[k];
     if (decl.permissions?.length === 0) delete decl.permissions;
@@ -75,7 +91,17 @@
   }
 
   // ---- state ----
-  const actions = new Map(); // id → normalized
+  const actions = new Map(); // id → normalized: the page's own ferry.action declarations
+  const webTools = new Map(); // name → normalized: the page's WebMCP tools
+  const wuTools = new Map(); // name → normalized: a wu-framework app's actions
+  // Every action the page offers: its own first, then WebMCP tools and wu actions
+  // whose names are not taken.
+  function allActions() {
+    const out = new Map(actions);
+    for (const m of [webTools, wuTools]) for (const [k, v] of m) if (!out.has(k)) out.set(k, v);
+    return out;
+  }
+  const findAction = (id) => actions.get(id) ?? webTools.get(id) ?? wuTools.get(id);
   const records = new Map(); // collection → getter
   const listeners = new Map(); // event → Set<fn>
   let store = null;
@@ -169,7 +195,7 @@
       };
     }
     const states = [];
-    for (const a of actions.values()) {
+    for (const a of allActions().values()) {
       const id = a.decl.id;
       const st = { id, available: true };
       if (a.decl.record) {
@@ -204,12 +230,13 @@
   }
   function flush() {
     scheduled = null;
-    const decls = [...actions.values()].map((a) => a.decl);
+    const decls = [...allActions().values()].map((a) => a.decl);
     const snap = snapshot();
-    const body = JSON.stringify({ decls, snap });
+    const permissions = { ...pagePermissions };
+    const body = JSON.stringify({ decls, snap, permissions });
     if (body === lastSent) return;
     lastSent = body;
-    post({ t: 'update', actions: decls, snapshot: snap, title: document.title });
+    post({ t: T.UPDATE, actions: decls, snapshot: snap, title: document.title, permissions });
   }
   let observer = null;
   function observe() {
@@ -237,8 +264,19 @@
     const rid = nextRid++;
     return new Promise((resolve, reject) => {
       waiting.set(rid, { resolve, reject });
-      post({ t: 'call', rid, op, ...body });
+      post({ t: T.CALL, rid, op, ...body });
     });
+  }
+
+  // ---- causes: api.emit carries the call's trace; a call the page makes while an
+  // emitted event is being handled (or that names the event's cause) continues that
+  // trace one level deeper, so that the host's loop guard cuts an action → event →
+  // trigger → action cycle. ----
+  let currentCause = null;
+  function causeOf(opts) {
+    const c = opts && typeof opts === 'object' && typeof opts.traceId === 'string' && opts.traceId ? opts : currentCause;
+    if (!c) return {};
+    return { trace_id: String(c.traceId), depth: (Number.isFinite(c.depth) ? c.depth : 0) + 1 };
   }
 
   // ---- running an action when the host asks ----
@@ -291,8 +329,14 @@
     if (pagePermissions.emitEvents !== false && granted.has('emitEvents')) {
       out.emit = (event, data) => {
         const detail = { data, traceId: msg.trace_id, depth: msg.depth, source: 'ferry-ai' };
-        emitLocal(String(event), detail);
-        win.dispatchEvent(new CustomEvent(`ferry:${event}`, { detail }));
+        const outer = currentCause;
+        currentCause = { traceId: msg.trace_id, depth: msg.depth };
+        try {
+          emitLocal(String(event), detail);
+          win.dispatchEvent(new CustomEvent(`ferry:${event}`, { detail }));
+        } finally {
+          currentCause = outer;
+        }
       };
     }
     return Object.freeze(out);
@@ -337,17 +381,18 @@
     try { return plain(v); } catch { return String(v); }
   }
 
+  const recordOf = (msg) => String(msg.arguments?.record ?? '');
   async function prepare(msg) {
-    const a = actions.get(msg.id);
+    const a = findAction(msg.id);
     if (!a) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `the page no longer declares ${msg.id}` };
     let row;
     if (a.decl.record) {
-      row = rowsOf(a.decl.record).find((r) => String(r.id) === msg.record);
-      if (!row) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `no ${a.decl.record} record has the id ${JSON.stringify(msg.record ?? '')}` };
+      row = rowsOf(a.decl.record).find((r) => String(r.id) === recordOf(msg));
+      if (!row) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `no ${a.decl.record} record has the id ${JSON.stringify(recordOf(msg))}` };
     }
     const reason = check(a, row);
     if (reason) {
-      emitLocal('denied', { action: msg.id, reason, callId: msg.call_id });
+      denied({ action: msg.id, reason, callId: msg.call_id, code: 'ACTION_UNAVAILABLE', by: 'page' });
       return { ok: false, code: 'ACTION_UNAVAILABLE', reason };
     }
     const before = snapshot();
@@ -360,11 +405,10 @@
   }
 
   async function exec(msg) {
-    const a = actions.get(msg.id);
+    const a = findAction(msg.id);
     if (!a) return { ok: false, code: 'ACTION_UNAVAILABLE', reason: `the page no longer declares ${msg.id}` };
-    const row = a.decl.record ? rowsOf(a.decl.record).find((r) => String(r.id) === msg.record) : undefined;
-    const args = { ...(msg.args ?? {}) };
-    if (a.decl.record) args.record = msg.record;
+    const row = a.decl.record ? rowsOf(a.decl.record).find((r) => String(r.id) === recordOf(msg)) : undefined;
+    const args = { ...(msg.arguments ?? {}) };
     let result;
     const ms = msg.timeout_ms > 0 ? msg.timeout_ms : 30000;
     // Wall-clock stamps (epoch ms, fractional) the host compares with its own.
@@ -373,6 +417,7 @@
     try {
       const work = a.run ? Promise.resolve().then(() => a.run(args, api(a, msg, row))) : drive(a, args);
       result = await withTimeout(work, ms, () => Object.assign(new Error(`${msg.id} did not finish within ${ms} ms`), { timedOut: true }));
+      result = mcpResult(result);
       timing.handler_end = stamp();
     } catch (err) {
       const reason = err?.timedOut ? err.message : `${msg.id} failed: ${err?.message ?? err}`;
@@ -395,9 +440,41 @@
     const out = { ok: true, ran: true, result: safe(result), snapshot_after: snapshot(), timing };
     if (expect) out.expect = expect;
     if (a.decl.untrusted) out.untrusted = true;
+    log.push({ action: msg.id, params: args, result: out.result, traceId: msg.trace_id, callId: msg.call_id, time: new Date().toISOString() });
+    if (log.length > MAX_LOG) log.shift();
     emitLocal('executed', { action: msg.id, params: args, result: out.result, traceId: msg.trace_id, callId: msg.call_id });
     schedule(0);
     return out;
+  }
+
+  // MCP's tool result ({content, isError}, what MCP-B and usewebmcp return): an error
+  // is the handler's failure with the content's text; a success is its structured
+  // content, else its text.
+  function mcpResult(v) {
+    if (!v || typeof v !== 'object' || !Array.isArray(v.content) || !v.content.every((c) => c && typeof c.type === 'string')) return v;
+    const text = v.content.filter((c) => c.type === 'text').map((c) => String(c.text ?? '')).join('\n');
+    if (v.isError === true) throw new Error(text || 'the tool reported an error');
+    if (v.structuredContent !== undefined) return v.structuredContent;
+    if (v.content.length === 1 && v.content[0].type === 'text') {
+      try { return JSON.parse(text); } catch { return text; }
+    }
+    return v.content;
+  }
+
+  // ---- what the page can ask of its own page API: seed 002's stats ----
+  const log = []; // the last MAX_LOG successful executions
+  let deniedCount = 0;
+  let errorCount = 0;
+  const deniedIds = new Set(); // call ids already told as denied
+  function denied(detail) {
+    const id = String(detail.callId ?? '');
+    if (id) {
+      if (deniedIds.has(id)) return;
+      deniedIds.add(id);
+      if (deniedIds.size > 500) deniedIds.delete(deniedIds.values().next().value);
+    }
+    deniedCount++;
+    emitLocal('denied', detail);
   }
 
   // ---- the page's own confirmation of its actions ----
@@ -409,7 +486,7 @@
     if (!c || c.rid === null) return false;
     const rid = c.rid;
     c.rid = null;
-    port?.postMessage({ t: 'done', rid, out: { answered: true, approved: Boolean(approved) } });
+    port?.postMessage({ t: T.DONE, rid, out: { answered: true, approved: Boolean(approved) } });
     return true;
   }
   function onConfirm(msg) {
@@ -417,63 +494,72 @@
     const listening = (listeners.get('confirm')?.size ?? 0) > 0;
     confirms.set(callId, { action: String(msg.id ?? ''), rid: listening ? msg.rid : null });
     if (!listening) {
-      port.postMessage({ t: 'done', rid: msg.rid, out: { answered: false } });
+      port.postMessage({ t: T.DONE, rid: msg.rid, out: { answered: false } });
       return;
     }
-    emitLocal('confirm', { callId, action: String(msg.id ?? ''), params: msg.params ?? {}, message: String(msg.message ?? '') });
+    emitLocal('confirm', { callId, action: String(msg.id ?? ''), params: msg.arguments ?? {}, message: String(msg.message ?? '') });
   }
   function onConfirmDone(msg) {
     const callId = String(msg.call_id ?? '');
     const c = confirms.get(callId);
     if (!c) return;
     confirms.delete(callId);
-    if (c.rid !== null) port.postMessage({ t: 'done', rid: c.rid, out: { answered: false } });
+    if (c.rid !== null) port.postMessage({ t: T.DONE, rid: c.rid, out: { answered: false } });
     emitLocal('confirmed', { callId, action: c.action, approved: Boolean(msg.approved), by: String(msg.by ?? '') });
     if (!msg.approved) {
       const reason = msg.by === 'timeout' ? 'the confirmation timed out' : msg.by === 'page' ? 'rejected by the page' : 'the confirmation was declined';
-      emitLocal('denied', { action: c.action, reason, callId, by: String(msg.by ?? '') });
+      denied({ action: c.action, reason, callId, by: String(msg.by ?? ''), code: msg.by === 'timeout' ? 'CONFIRM_TIMEOUT' : 'USER_REJECTED' });
     }
   }
 
   async function onBridge(msg) {
     if (!msg || typeof msg !== 'object') return;
-    if (msg.t === 'reply') {
+    if (msg.t === T.REPLY) {
       const w = waiting.get(msg.rid);
       if (!w) return;
       waiting.delete(msg.rid);
-      if (msg.error) w.reject(new Error(msg.error)); else w.resolve(msg.result);
+      if (msg.error) w.reject(Object.assign(new Error(msg.error), msg.code ? { code: msg.code } : {})); else w.resolve(msg.result);
       return;
     }
-    if (msg.t === 'refused') {
+    if (msg.t === T.REFUSED) {
       for (const r of msg.refused ?? []) {
         console.warn(`ferry: the action ${r.id} was refused: ${r.reason}`);
         emitLocal('refused', r);
       }
+      if (msg.cut) {
+        console.warn('ferry: the page declared more than Ferry passes on; cut:', JSON.stringify(msg.cut));
+        emitLocal('cut', msg.cut);
+      }
       return;
     }
-    if (msg.t === 'status') {
+    if (msg.t === T.DENIED) {
+      denied({ action: String(msg.id ?? ''), reason: String(msg.reason ?? ''), code: String(msg.code ?? ''), callId: String(msg.call_id ?? ''), traceId: msg.trace_id, depth: msg.depth, by: 'host' });
+      return;
+    }
+    if (msg.t === T.STATUS) {
       status = msg;
       // A waiter that is not done (not connected yet) stays until its timeout.
       for (const fn of statusWaiters.splice(0)) if (!fn(msg)) statusWaiters.push(fn);
       return;
     }
-    if (msg.t === 'confirm') {
+    if (msg.t === T.CONFIRM) {
       onConfirm(msg);
       return;
     }
-    if (msg.t === 'confirm_done') {
+    if (msg.t === T.CONFIRM_DONE) {
       onConfirmDone(msg);
       return;
     }
-    if (msg.t === 'prepare' || msg.t === 'exec') {
+    if (msg.t === T.PREPARE || msg.t === T.EXEC) {
       let out;
       try {
-        out = msg.t === 'prepare' ? await prepare(msg) : await exec(msg);
+        out = msg.t === T.PREPARE ? await prepare(msg) : await exec(msg);
       } catch (err) {
         out = { ok: false, code: 'HANDLER_ERROR', reason: String(err?.message ?? err) };
       }
       if (out?.timing) out.timing.done = performance.timeOrigin + performance.now();
-      port.postMessage({ t: 'done', rid: msg.rid, out });
+      if (out?.code === 'HANDLER_ERROR' || out?.code === 'TIMEOUT' || out?.code === 'EXPECTATION_FAILED') errorCount++;
+      port.postMessage({ t: T.DONE, rid: msg.rid, out });
     }
   }
   let status = null;
@@ -543,32 +629,53 @@
       schedule(0);
       return n;
     },
+    // Seed 002's init: the store the sandboxed api reads and writes, and the page's
+    // own global flags (readStore and emitEvents on, writeStore off unless turned
+    // on here). The host takes the flags as this page's, under its own policy.
     init({ store: s, permissions } = {}) {
       if (s !== undefined) store = s;
-      if (permissions) pagePermissions = { ...pagePermissions, ...permissions };
+      if (permissions) {
+        const next = { ...pagePermissions };
+        for (const k of ['readStore', 'writeStore', 'emitEvents']) if (k in permissions) next[k] = Boolean(permissions[k]);
+        pagePermissions = next;
+        schedule(0);
+      }
     },
-    execute(name, params) {
+    // Runs one of the tab's page actions through the host's pipeline. Called while an
+    // emitted event is handled, or with that event's {traceId, depth} as cause, it
+    // continues the event's trace one level deeper.
+    execute(name, params, cause) {
       declared = true;
-      return ask('execute', { name: String(name), args: params ?? {} });
+      return ask(W.OP.EXECUTE, { name: String(name), arguments: params ?? {}, ...causeOf(cause) });
     },
     tools() {
       declared = true;
-      return ask('tools', {});
+      return ask(W.OP.TOOLS, {});
+    },
+    // Seed 002's stats: the actions registered, the executions logged (the last 100,
+    // in memory only), the confirmations waiting for an answer, denials and errors.
+    getStats() {
+      let pending = 0;
+      for (const c of confirms.values()) if (c.rid !== null) pending++;
+      return {
+        actions: [...allActions().keys()], logSize: log.length, log: log.map((e) => ({ ...e })),
+        pendingConfirmations: pending, denied: deniedCount, errors: errorCount,
+      };
     },
     // Asks the user's Ferry to start an agent run bound to this tab, with text as the
     // user's message. Only for origins the user allowed (asked the first time, in the
     // side panel); resolves to {conversation_id, run_id} or rejects with the reason.
-    ask(text) {
+    ask(text, cause) {
       if (typeof text !== 'string' || text.trim() === '') return Promise.reject(new TypeError('ferry.ask(text) needs the text of the request'));
       if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
       declared = true;
-      return ask('ask', { args: { text } });
+      return ask(W.OP.ASK, { arguments: { text }, ...causeOf(cause) });
     },
     ready(timeoutMs = 10000) {
       if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
       if (status?.connected) return Promise.resolve(status);
       declared = true;
-      post({ t: 'hello' });
+      post({ t: T.HELLO });
       // Not connected yet is not an answer: the extension may still be starting its
       // host. It resolves once connected, or rejects at the timeout with the last reason.
       return new Promise((resolve, reject) => {
@@ -602,44 +709,124 @@
       set.add(fn);
       return () => set.delete(fn);
     },
-    version: '0.1.0',
+    version: '0.2.0',
   };
   Object.freeze(ferry);
 
-  // ---- WebMCP: document.modelContext ----
-  function registerWebMCP(tool, options) {
-    if (!tool || typeof tool.name !== 'string' || typeof tool.execute !== 'function') {
-      throw new TypeError('registerTool needs {name, description, inputSchema, execute}');
-    }
-    const off = ferry.action(tool.name, {
-      description: tool.description,
-      parameters: tool.inputSchema,
-      annotations: tool.annotations ?? {},
-      run: (args) => tool.execute(args),
+  // ---- WebMCP: the page's tools, from the browser's modelContext or Ferry's shim ----
+  function webmcpAction(t) {
+    const hints = t.annotations ?? {};
+    return normalizeAction(t.name, {
+      title: t.title || undefined,
+      description: t.description,
+      parameters: t.inputSchema,
+      kind: hints.readOnlyHint ? 'read' : 'write',
+      untrusted: Boolean(hints.untrustedContentHint),
+      run: (args) => webmcp.run(t.name, args),
       source: 'webmcp',
     });
-    options?.signal?.addEventListener?.('abort', off, { once: true });
-    return off;
   }
+  // One read of the tool list at a time, and one more if the list changed during it:
+  // every registration is seen, and the last read is the newest.
+  let reading = false;
+  let readAgain = false;
+  async function readWebMCP() {
+    if (reading) { readAgain = true; return; }
+    reading = true;
+    try {
+      do {
+        readAgain = false;
+        let list = [];
+        try {
+          list = await webmcp.list();
+        } catch (err) {
+          console.warn('ferry: reading the page\'s WebMCP tools failed', err);
+        }
+        webTools.clear();
+        for (const t of list) {
+          try {
+            webTools.set(t.name, webmcpAction(t));
+          } catch (err) {
+            console.warn(`ferry: the WebMCP tool ${t.name} cannot be offered`, err);
+          }
+        }
+        if (webTools.size > 0 || declared) declaredSomething();
+      } while (readAgain);
+    } finally {
+      reading = false;
+    }
+    schedule(0);
+  }
+  let webmcp = null;
   try {
-    const native = win.document?.modelContext ?? win.navigator?.modelContext;
-    if (native && typeof native.registerTool === 'function') {
-      const orig = native.registerTool.bind(native);
-      native.registerTool = (tool, options) => {
-        const r = orig(tool, options);
-        registerWebMCP(tool, options);
-        return r;
-      };
-    } else if (win.document) {
-      const shim = Object.freeze({
-        registerTool: registerWebMCP,
-        unregisterTool: (name) => { actions.delete(String(name)); schedule(0); },
-      });
-      Object.defineProperty(win.document, 'modelContext', { value: shim, configurable: true });
+    webmcp = typeof startWebMCP === 'function' ? startWebMCP() : null;
+    if (webmcp) {
+      webmcp.onChange(() => readWebMCP());
+      readWebMCP();
     }
   } catch (err) {
-    console.warn('ferry: WebMCP shim not installed', err);
+    console.warn('ferry: WebMCP not available', err);
   }
+
+  // ---- wu-framework apps: window.wu with _isWuFramework, its wu.ai actions ----
+  // Read through the app's own public API (wu.aiReady(), wu.ai.tools(),
+  // wu.ai.execute()) and offered as page actions; calls still go through the host's
+  // pipeline first, then through wu's own. Actions the app also exposes through
+  // WebMCP (wu.ai.expose()) are offered once.
+  const WU_POLL_MS = 500;
+  let wuSig = '';
+  async function syncWu(wu) {
+    let list = [];
+    try {
+      list = Array.isArray(wu.ai.tools()) ? wu.ai.tools() : [];
+    } catch (err) {
+      console.warn('ferry: wu.ai.tools() failed', err);
+    }
+    const sig = JSON.stringify(list.map((t) => [t?.name, t?.description, t?.parameters]));
+    if (sig === wuSig) return;
+    wuSig = sig;
+    wuTools.clear();
+    for (const t of list) {
+      if (!t || typeof t.name !== 'string') continue;
+      try {
+        wuTools.set(t.name, normalizeAction(t.name, {
+          description: t.description, parameters: t.parameters, source: 'wu',
+          run: async (args) => {
+            const out = await wu.ai.execute(t.name, args);
+            if (out && out.success === false) throw new Error(String(out.reason ?? `${t.name} failed`));
+            return out && 'result' in out ? out.result : out;
+          },
+        }));
+      } catch (err) {
+        console.warn(`ferry: the wu action ${t.name} cannot be offered`, err);
+      }
+    }
+    declaredSomething();
+  }
+  function watchWu() {
+    let tries = 0;
+    const find = () => {
+      let wu;
+      try { wu = win.wu; } catch { return null; }
+      return wu && wu._isWuFramework === true && wu.ai && typeof wu.ai.tools === 'function' && typeof wu.ai.execute === 'function' ? wu : null;
+    };
+    const timer = setInterval(async () => {
+      const wu = find();
+      if (!wu) {
+        if (++tries > 40) clearInterval(timer); // no wu-framework app here after 20 s
+        return;
+      }
+      clearInterval(timer);
+      try {
+        if (typeof wu.aiReady === 'function') await wu.aiReady();
+      } catch (err) {
+        console.warn('ferry: wu.aiReady() failed', err);
+      }
+      await syncWu(wu);
+      setInterval(() => syncWu(wu), WU_POLL_MS);
+    }, WU_POLL_MS);
+  }
+  if (win.addEventListener) watchWu();
 
   Object.defineProperty(win, KEY, { value: true });
   Object.defineProperty(win, 'ferry', { value: ferry, configurable: true, enumerable: false, writable: false });

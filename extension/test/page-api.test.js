@@ -8,7 +8,9 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 
-const source = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'page', 'ferry-main.js'), 'utf8');
+const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
+// What the manifest injects into the MAIN world before the page API: the wire names.
+const source = readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8') + '\n' + readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
 
 function load() {
   const listeners = [];
@@ -19,7 +21,7 @@ function load() {
     removeEventListener: (type, fn) => { const i = listeners.findIndex((l) => l.fn === fn); if (i >= 0) listeners.splice(i, 1); },
     dispatchEvent() {},
   };
-  const ctx = vm.createContext({ setTimeout, clearTimeout, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
+  const ctx = vm.createContext({ setTimeout, clearTimeout, setInterval, clearInterval, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
   ctx.globalThis = ctx;
   Object.assign(ctx, win);
   ctx.window = ctx;
@@ -42,7 +44,7 @@ function fakePort() {
 const tick = () => new Promise((r) => setTimeout(r, 20));
 
 describe('page API', () => {
-  it('normalises list, shorthand and WebMCP declarations to one wire shape', async () => {
+  it('normalises list and shorthand declarations to one wire shape', async () => {
     const { ferry, ctx, handshake } = load();
     const port = fakePort();
     assert.equal(handshake(port), true, 'the handshake is stopped before page listeners');
@@ -55,21 +57,17 @@ describe('page API', () => {
       description: 'Add to cart', parameters: { productId: { type: 'string', required: true } },
       handler: async () => ({}), confirm: true, permissions: ['writeStore'], dangerous: true,
     });
-    ctx.document.modelContext.registerTool({
-      name: 'lookup', description: 'Look up', inputSchema: { type: 'object', properties: {} },
-      annotations: { readOnlyHint: true, untrustedContentHint: true }, execute: () => 1,
-    });
     await tick();
     const update = port.sent.findLast((m) => m.t === 'update');
     assert.deepEqual(update.actions, [
       { id: 'add_task', description: 'Add a task', kind: 'write',
         parameters: [{ name: 'text', label: 'Text', minLength: 1, maxLength: 80, pattern: '\\S' }],
-        has_expect: true, expect_desc: 'row shown', expect_timeout_ms: 500, source: 'ferry' },
+        has_expect: true, expect_desc: 'row shown', expect_timeout_ms: 500, has_handler: true, source: 'ferry' },
       { id: 'addToCart', description: 'Add to cart', kind: 'write',
         parameters: { productId: { type: 'string', required: true } },
-        confirm: true, dangerous: true, permissions: ['writeStore'], source: 'ferry' },
-      { id: 'lookup', description: 'Look up', kind: 'read', parameters: { type: 'object', properties: {} }, untrusted: true, source: 'webmcp' },
+        confirm: true, dangerous: true, permissions: ['writeStore'], has_handler: true, source: 'ferry' },
     ]);
+    assert.deepEqual(update.permissions, { readStore: true, writeStore: false, emitEvents: true });
     assert.deepEqual(update.snapshot.actions[0], { id: 'add_task', available: false, reason: 'full' });
   });
 

@@ -8,12 +8,14 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { createPageActions } from '../background/pageactions.js';
 
-const source = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'page', 'ferry-main.js'), 'utf8');
+const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
+// What the manifest injects into the MAIN world before the page API: the wire names.
+const source = readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8') + '\n' + readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
 
 function load() {
   const listeners = [];
   const document = { documentElement: null, title: 'T', addEventListener() {}, querySelector: () => null };
-  const ctx = vm.createContext({ setTimeout, clearTimeout, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
+  const ctx = vm.createContext({ setTimeout, clearTimeout, setInterval, clearInterval, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
   Object.assign(ctx, {
     document,
     addEventListener: (type, fn) => listeners.push({ type, fn }),
@@ -39,7 +41,7 @@ describe('ferry.ask in the page', () => {
     const p = ferry.ask('add milk');
     await tick();
     const call = port.sent.find((m) => m.t === 'call');
-    assert.deepEqual({ op: call.op, args: call.args }, { op: 'ask', args: { text: 'add milk' } });
+    assert.deepEqual({ op: call.op, arguments: call.arguments }, { op: 'ask', arguments: { text: 'add milk' } });
     fromBridge({ t: 'reply', rid: call.rid, result: { conversation_id: 'c1', run_id: 'r1' } });
     assert.deepEqual({ ...(await p) }, { conversation_id: 'c1', run_id: 'r1' });
   });
@@ -100,11 +102,11 @@ describe('ferry.ask in the service worker', () => {
     const pa = createPageActions(client, {}, { logger: { warn() {} } });
     const port = fakeSWPort(sender);
     pa.open(port);
-    port.send({ t: 'call', rid: 9, op: 'ask', args: { text: 'hello', origin: 'https://evil.example' }, origin: 'https://evil.example' });
+    port.send({ t: 'call', rid: 9, op: 'ask', arguments: { text: 'hello', origin: 'https://evil.example' }, origin: 'https://evil.example' });
     await tick();
     const ask = client.requests.find((r) => r.method === 'page.ask');
     assert.deepEqual(ask.params, { tab_id: 4, frame_id: 0, origin: 'https://a.example', text: 'hello' });
-    assert.deepEqual(port.posted.find((m) => m.t === 'reply'), { t: 'reply', rid: 9, result: { conversation_id: 'c', run_id: 'r' }, error: undefined });
+    assert.deepEqual(port.posted.find((m) => m.t === 'reply'), { t: 'reply', rid: 9, result: { conversation_id: 'c', run_id: 'r' }, error: undefined, code: undefined });
   });
 
   it('tells a disabled origin so in its status', async () => {

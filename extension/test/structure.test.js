@@ -45,10 +45,12 @@ describe('manifest', () => {
     assert.deepEqual(manifest.content_scripts, [{
       matches: ['<all_urls>'], js: ['content/console-hook.js'], run_at: 'document_start', world: 'MAIN', all_frames: false,
     }, {
-      // window.ferry first, in the MAIN world; the bridge that hands it its private port.
-      matches: web, js: ['page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
+      // window.ferry first, in the MAIN world (the wire names and WebMCP before it,
+      // both taken and hidden by it); the bridge that hands it its private port, after
+      // the element rules it checks targets by.
+      matches: web, js: ['lib/wire-names.js', 'page/webmcp.js', 'page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
     }, {
-      matches: web, js: ['content/bridge.js'], run_at: 'document_start', all_frames: true,
+      matches: web, js: ['lib/wire-names.js', 'content/element-state.js', 'content/bridge.js'], run_at: 'document_start', all_frames: true,
     }]);
     assert.ok(readFileSync(join(root, 'content', 'console-hook.js'), 'utf8').length < 4000, 'the hook runs in every page: keep it small');
     assert.deepEqual(manifest.sandbox, { pages: ['sandbox/sandbox.html'] });

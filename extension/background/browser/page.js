@@ -8,7 +8,7 @@ import { DEFAULT_LIMITS, runUserCode } from './user-code.js';
 import { encodeBase64 } from './base64.js';
 import { checkDocument, currentDocument, documentChanged, documentParam, injectionTarget } from './document.js';
 
-export const CONTENT_FILES = ['content/selectors.js', 'content/content.js'];
+export const CONTENT_FILES = ['content/element-state.js', 'content/selectors.js', 'content/content.js'];
 export const OFFSCREEN_PATH = 'offscreen/offscreen.html';
 export const OFFSCREEN_TARGET = 'ferry-offscreen';
 export const SCRIPT_TIMEOUT_MS = 30_000;
