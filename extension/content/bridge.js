@@ -20,8 +20,9 @@
   const state = globalThis.FerryElementState;
   const channel = new MessageChannel();
   const main = channel.port1;
-  // Queued now, at document_start, before any page script can run or post.
-  window.postMessage({ type: W.HANDSHAKE }, '*', [channel.port2]);
+  // Queued now, at document_start, before any page script can run or post. It
+  // carries the channel's names, which the page API cannot load itself.
+  window.postMessage({ type: W.HANDSHAKE, wire: { PAGE: W.PAGE, OP: W.OP, TARGET_EVENT: W.TARGET_EVENT } }, '*', [channel.port2]);
 
   // This document's identity and the number of its latest update.
   const doc = typeof crypto?.randomUUID === 'function' ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`;

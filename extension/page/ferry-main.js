@@ -7,32 +7,36 @@
 // that the bridge hands over once, at injection. Every message and its fields:
 // protocol/PAGES.md. Classic script, no imports: MAIN-world content scripts cannot
 // be modules. Everything is inside one function so nothing but `ferry` (and the
-// WebMCP shim) reaches the page's globals; lib/wire.js and page/webmcp.js, which
-// run just before, are taken from the global object and deleted here.
+// WebMCP shim) reaches the page's globals; page/webmcp.js, which runs just before,
+// is taken from the global object and deleted here.
 (function ferryPageAPI(win) {
   'use strict';
   const KEY = Symbol.for('ferry.page');
   if (win[KEY]) return;
 
-  const W = win.FerryWire;
-  delete win.FerryWire;
   const WEBMCP = Symbol.for('ferry.webmcp');
   const startWebMCP = win[WEBMCP];
   delete win[WEBMCP];
-  const T = W.PAGE;
 
   const DEFAULT_EXPECT_MS = 2000;
   const MAX_ROWS = 200; // records of one collection in a snapshot
   const MAX_LOG = 100; // executions kept for getStats()
-  const HANDSHAKE = W.HANDSHAKE;
-  const TARGET_EVENT = W.TARGET_EVENT;
+  // The one name of the channel the page API knows by itself: the handshake's type
+  // (FerryWire.HANDSHAKE; a test holds them equal). The others (lib/wire.js) come
+  // with the handshake from the bridge: Chrome injects a file into one world of a
+  // frame only, so the MAIN world cannot load lib/wire.js beside the bridge.
+  const HANDSHAKE = 'ferry:bridge-port';
+  let T = {}; // message types (FerryWire.PAGE), from the handshake
+  let OP = {}; // call operations (FerryWire.OP)
+  let TARGET_EVENT = ''; // FerryWire.TARGET_EVENT
 
   // ---- the private channel ----
   let port = null;
-  const outbox = [];
-  function post(msg) {
-    if (port) port.postMessage(msg);
-    else outbox.push(msg);
+  const outbox = []; // [type key, body] until the handshake
+  // Sends a message of the type named by key (a key of FerryWire.PAGE).
+  function post(key, body) {
+    if (port) port.postMessage({ t: T[key], ...body });
+    else outbox.push([key, body]);
   }
   // Registered before any page script runs, in the capture phase of the window,
   // so this listener is the first to see the bridge's handshake; it stops the
@@ -42,10 +46,15 @@
   function onHandshake(e) {
     if (port || e.source !== win || !e.data || e.data.type !== HANDSHAKE || !e.ports || e.ports.length !== 1) return;
     e.stopImmediatePropagation();
+    const wire = e.data.wire ?? {};
+    T = { ...wire.PAGE };
+    OP = { ...wire.OP };
+    TARGET_EVENT = String(wire.TARGET_EVENT ?? '');
     port = e.ports[0];
     port.onmessage = (m) => onBridge(m.data);
     win.removeEventListener('message', onHandshake, true);
-    for (const msg of outbox.splice(0)) port.postMessage(msg);
+    for (const [key, body] of outbox.splice(0)) post(key, body);
+    if (flushWaiting) schedule(0);
   }
   if (win.addEventListener) win.addEventListener('message', onHandshake, true);
 
@@ -142,7 +151,7 @@
   function announceTarget(key, a) {
     let el = null;
     try { el = resolveTarget(a.target); } catch { el = null; }
-    if (el && el.dispatchEvent) el.dispatchEvent(new CustomEvent(TARGET_EVENT, { detail: key, composed: true }));
+    if (el && el.dispatchEvent && TARGET_EVENT) el.dispatchEvent(new CustomEvent(TARGET_EVENT, { detail: key, composed: true }));
     return Boolean(el);
   }
 
@@ -228,15 +237,21 @@
     if (!declared || scheduled !== null) return;
     scheduled = setTimeout(flush, delay);
   }
+  let flushWaiting = false; // a flush before the handshake: sent once the port is here
   function flush() {
     scheduled = null;
+    if (!port) {
+      flushWaiting = true;
+      return;
+    }
+    flushWaiting = false;
     const decls = [...allActions().values()].map((a) => a.decl);
     const snap = snapshot();
     const permissions = { ...pagePermissions };
     const body = JSON.stringify({ decls, snap, permissions });
     if (body === lastSent) return;
     lastSent = body;
-    post({ t: T.UPDATE, actions: decls, snapshot: snap, title: document.title, permissions });
+    post('UPDATE', { actions: decls, snapshot: snap, title: document.title, permissions });
   }
   let observer = null;
   function observe() {
@@ -264,7 +279,7 @@
     const rid = nextRid++;
     return new Promise((resolve, reject) => {
       waiting.set(rid, { resolve, reject });
-      post({ t: T.CALL, rid, op, ...body });
+      post('CALL', { rid, op: OP[op], ...body });
     });
   }
 
@@ -466,6 +481,7 @@
   let deniedCount = 0;
   let errorCount = 0;
   const deniedIds = new Set(); // call ids already told as denied
+  const warned = new Set(); // refusals already said in the console
   function denied(detail) {
     const id = String(detail.callId ?? '');
     if (id) {
@@ -486,7 +502,7 @@
     if (!c || c.rid === null) return false;
     const rid = c.rid;
     c.rid = null;
-    port?.postMessage({ t: T.DONE, rid, out: { answered: true, approved: Boolean(approved) } });
+    post('DONE', { rid, out: { answered: true, approved: Boolean(approved) } });
     return true;
   }
   function onConfirm(msg) {
@@ -494,7 +510,7 @@
     const listening = (listeners.get('confirm')?.size ?? 0) > 0;
     confirms.set(callId, { action: String(msg.id ?? ''), rid: listening ? msg.rid : null });
     if (!listening) {
-      port.postMessage({ t: T.DONE, rid: msg.rid, out: { answered: false } });
+      post('DONE', { rid: msg.rid, out: { answered: false } });
       return;
     }
     emitLocal('confirm', { callId, action: String(msg.id ?? ''), params: msg.arguments ?? {}, message: String(msg.message ?? '') });
@@ -504,7 +520,7 @@
     const c = confirms.get(callId);
     if (!c) return;
     confirms.delete(callId);
-    if (c.rid !== null) port.postMessage({ t: T.DONE, rid: c.rid, out: { answered: false } });
+    if (c.rid !== null) post('DONE', { rid: c.rid, out: { answered: false } });
     emitLocal('confirmed', { callId, action: c.action, approved: Boolean(msg.approved), by: String(msg.by ?? '') });
     if (!msg.approved) {
       const reason = msg.by === 'timeout' ? 'the confirmation timed out' : msg.by === 'page' ? 'rejected by the page' : 'the confirmation was declined';
@@ -523,13 +539,17 @@
     }
     if (msg.t === T.REFUSED) {
       for (const r of msg.refused ?? []) {
-        console.warn(`ferry: the action ${r.id} was refused: ${r.reason}`);
+        // Said once in the console, and only for the page's own ferry.action
+        // declarations: a page's WebMCP tools and wu actions keep the page's console
+        // as it is without Ferry (the refused event still tells).
+        const key = `${r.id}\n${r.reason}`;
+        if (actions.has(r.id) && !warned.has(key)) {
+          warned.add(key);
+          console.warn(`ferry: the action ${r.id} was refused: ${r.reason}`);
+        }
         emitLocal('refused', r);
       }
-      if (msg.cut) {
-        console.warn('ferry: the page declared more than Ferry passes on; cut:', JSON.stringify(msg.cut));
-        emitLocal('cut', msg.cut);
-      }
+      if (msg.cut) emitLocal('cut', msg.cut);
       return;
     }
     if (msg.t === T.DENIED) {
@@ -559,7 +579,7 @@
       }
       if (out?.timing) out.timing.done = performance.timeOrigin + performance.now();
       if (out?.code === 'HANDLER_ERROR' || out?.code === 'TIMEOUT' || out?.code === 'EXPECTATION_FAILED') errorCount++;
-      port.postMessage({ t: T.DONE, rid: msg.rid, out });
+      post('DONE', { rid: msg.rid, out });
     }
   }
   let status = null;
@@ -646,11 +666,11 @@
     // continues the event's trace one level deeper.
     execute(name, params, cause) {
       declared = true;
-      return ask(W.OP.EXECUTE, { name: String(name), arguments: params ?? {}, ...causeOf(cause) });
+      return ask('EXECUTE', { name: String(name), arguments: params ?? {}, ...causeOf(cause) });
     },
     tools() {
       declared = true;
-      return ask(W.OP.TOOLS, {});
+      return ask('TOOLS', {});
     },
     // Seed 002's stats: the actions registered, the executions logged (the last 100,
     // in memory only), the confirmations waiting for an answer, denials and errors.
@@ -669,13 +689,13 @@
       if (typeof text !== 'string' || text.trim() === '') return Promise.reject(new TypeError('ferry.ask(text) needs the text of the request'));
       if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
       declared = true;
-      return ask(W.OP.ASK, { arguments: { text }, ...causeOf(cause) });
+      return ask('ASK', { arguments: { text }, ...causeOf(cause) });
     },
     ready(timeoutMs = 10000) {
       if (status?.disabled) return Promise.reject(new Error(status.reason || 'Ferry is turned off for this site'));
       if (status?.connected) return Promise.resolve(status);
       declared = true;
-      post({ t: T.HELLO });
+      post('HELLO', {});
       // Not connected yet is not an answer: the extension may still be starting its
       // host. It resolves once connected, or rejects at the timeout with the last reason.
       return new Promise((resolve, reject) => {

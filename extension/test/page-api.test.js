@@ -9,8 +9,9 @@ import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 
 const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
-// What the manifest injects into the MAIN world before the page API: the wire names.
-const source = readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8') + '\n' + readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
+const source = readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
+// The names the bridge hands over with the handshake (lib/wire.js, loaded apart).
+const wire = (() => { const c = vm.createContext({}); vm.runInContext(readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8'), c); return JSON.parse(JSON.stringify(vm.runInContext('globalThis.FerryWire', c))); })();
 
 function load() {
   const listeners = [];
@@ -29,7 +30,7 @@ function load() {
   const self = vm.runInContext('globalThis', ctx); // the window as the script sees it
   const handshake = (port, source = self) => {
     let stopped = false;
-    const ev = { source, data: { type: 'ferry:bridge-port' }, ports: [port], stopImmediatePropagation: () => { stopped = true; } };
+    const ev = { source, data: { type: 'ferry:bridge-port', wire }, ports: [port], stopImmediatePropagation: () => { stopped = true; } };
     for (const l of [...listeners]) if (l.type === 'message') l.fn(ev);
     return stopped;
   };

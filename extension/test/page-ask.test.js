@@ -9,8 +9,9 @@ import vm from 'node:vm';
 import { createPageActions } from '../background/pageactions.js';
 
 const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
-// What the manifest injects into the MAIN world before the page API: the wire names.
-const source = readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8') + '\n' + readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
+const source = readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
+// The names the bridge hands over with the handshake (lib/wire.js, loaded apart).
+const wire = (() => { const c = vm.createContext({}); vm.runInContext(readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8'), c); return JSON.parse(JSON.stringify(vm.runInContext('globalThis.FerryWire', c))); })();
 
 function load() {
   const listeners = [];
@@ -27,7 +28,7 @@ function load() {
   vm.runInContext(source, ctx);
   const self = vm.runInContext('globalThis', ctx);
   const port = { sent: [], postMessage(m) { this.sent.push(JSON.parse(JSON.stringify(m))); }, onmessage: null };
-  const ev = { source: self, data: { type: 'ferry:bridge-port' }, ports: [port], stopImmediatePropagation() {} };
+  const ev = { source: self, data: { type: 'ferry:bridge-port', wire }, ports: [port], stopImmediatePropagation() {} };
   for (const l of [...listeners]) if (l.type === 'message') l.fn(ev);
   const fromBridge = (data) => port.onmessage({ data });
   return { ferry: self.ferry, port, fromBridge };

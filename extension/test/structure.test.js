@@ -45,10 +45,10 @@ describe('manifest', () => {
     assert.deepEqual(manifest.content_scripts, [{
       matches: ['<all_urls>'], js: ['content/console-hook.js'], run_at: 'document_start', world: 'MAIN', all_frames: false,
     }, {
-      // window.ferry first, in the MAIN world (the wire names and WebMCP before it,
-      // both taken and hidden by it); the bridge that hands it its private port, after
-      // the element rules it checks targets by.
-      matches: web, js: ['lib/wire-names.js', 'page/webmcp.js', 'page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
+      // window.ferry first, in the MAIN world (WebMCP before it, taken and hidden by
+      // it); the bridge that hands it its private port and the wire names, after the
+      // element rules it checks targets by.
+      matches: web, js: ['page/webmcp.js', 'page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
     }, {
       matches: web, js: ['lib/wire-names.js', 'content/element-state.js', 'content/bridge.js'], run_at: 'document_start', all_frames: true,
     }]);
@@ -130,22 +130,6 @@ describe('source rules', () => {
         assert.ok(existsSync(join(dirname(file), m[1])), `${relative(root, file)}: ${m[1]} exists`);
       }
     }
-  });
-
-  it('keeps pages apart from the worker, with one DOM helper and one host request helper', () => {
-    const imports = (file) => [...readFileSync(file, 'utf8').matchAll(/^\s*import\s[^'"]*['"]([^'"]+)['"]/gm)].map((m) => join(dirname(file), m[1]));
-    for (const dir of ['sidepanel', 'options']) {
-      for (const file of files(join(root, dir), '.js')) {
-        for (const target of imports(file)) {
-          assert.ok(!relative(root, target).startsWith(`background${'/'}`), `${relative(root, file)} imports the worker's ${relative(root, target)}`);
-        }
-      }
-    }
-    // Each helper is written once, in lib/, and imported everywhere else.
-    const defines = (name) => files(root, '.js').filter((f) =>
-      new RegExp(`^(export )?(async )?function ${name}\\(`, 'm').test(readFileSync(f, 'utf8'))).map((f) => relative(root, f));
-    assert.deepEqual(defines('el'), [join('lib', 'dom.js')]);
-    assert.deepEqual(defines('hostRequest'), [join('lib', 'host-request.js')]);
   });
 
   it('gives the options page the ids the status code fills', () => {
