@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -181,7 +182,15 @@ func (s *mcpServer) list(ctx context.Context) ([]tools.Listing, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tb.Registry.All(0), nil
+	// Here nobody can ever answer ask_user: without a browser host there is no side
+	// panel, so it is not offered (browser tools are, and say no browser runs).
+	var out []tools.Listing
+	for _, l := range tb.Registry.All(0) {
+		if l.Name != tools.AskUserName {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 func (s *mcpServer) call(ctx context.Context, name string, args json.RawMessage, tab int) (tools.Result, error) {
@@ -211,7 +220,7 @@ func (s *mcpServer) refresh(ctx context.Context) {
 	want := map[string]tools.Listing{}
 	for _, l := range ls {
 		if allowed(l.ModelName, l.Name) {
-			want[l.ModelName] = l
+			want[mcpName(l)] = l
 		}
 	}
 	s.mu.Lock()
@@ -233,14 +242,29 @@ func (s *mcpServer) refresh(ctx context.Context) {
 			continue
 		}
 		s.current[name] = string(sig)
-		s.server.AddTool(mcpTool(l), s.forward(name, l.Name))
+		s.server.AddTool(mcpTool(l), s.forward(l.ModelName, l.Name))
 	}
 }
 
+// mcpNamePattern is what MCP allows in a tool name: dots included, which the model
+// vendors' own function names do not take (ModelName maps those).
+var mcpNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// mcpName is the name a client sees: the registered name where MCP allows it
+// ("cart.add" stays "cart.add"), else the model-visible one ("cart:add" is "cart__add").
+func mcpName(l tools.Listing) string {
+	if mcpNamePattern.MatchString(l.Name) {
+		return l.Name
+	}
+	return l.ModelName
+}
+
 func mcpTool(l tools.Listing) *mcp.Tool {
+	// The schema every client takes (tools.Portable); the host still validates the
+	// arguments against the whole of it.
 	var schema map[string]any
-	if json.Unmarshal(l.Parameters, &schema) != nil || schema["type"] != "object" {
-		schema = map[string]any{"type": "object"}
+	if json.Unmarshal(tools.Portable(l.Parameters), &schema) != nil {
+		schema = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
 	desc := l.Description
 	if l.Source == tools.SourcePage {
@@ -249,7 +273,7 @@ func mcpTool(l tools.Listing) *mcp.Tool {
 	if l.Confirm {
 		desc += " A person confirms it in Ferry's side panel before it runs."
 	}
-	return &mcp.Tool{Name: l.ModelName, Description: desc, InputSchema: schema,
+	return &mcp.Tool{Name: mcpName(l), Title: l.Title, Description: desc, InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: l.Kind == tools.KindRead}}
 }
 
@@ -330,6 +354,11 @@ func (s *mcpServer) addMetaTools() {
 			if s.live() == nil {
 				return toolResult(noBrowser()), nil
 			}
+			if *p.TabID != 0 {
+				if res := s.tabExists(ctx, *p.TabID); !res.Success {
+					return toolResult(res), nil
+				}
+			}
 			s.mu.Lock()
 			s.tab = *p.TabID
 			s.mu.Unlock()
@@ -346,6 +375,31 @@ func (s *mcpServer) addMetaTools() {
 			}
 			return toolResult(tools.Result{Success: true, Result: map[string]any{"bound_tab_id": *p.TabID, "page_actions": actions}}), nil
 		})
+}
+
+// tabExists is a success when the browser has the tab open, else the failure that
+// says so: binding a tab that is not there would offer nothing and say nothing.
+func (s *mcpServer) tabExists(ctx context.Context, tab int) tools.Result {
+	res, err := s.call(ctx, "list_tabs", json.RawMessage(`{}`), 0)
+	if err != nil {
+		return tools.Result{Code: tools.CodeHandlerError, Reason: "the browser host did not answer: " + err.Error()}
+	}
+	if !res.Success {
+		return res
+	}
+	b, _ := json.Marshal(res.Result)
+	var out struct {
+		Tabs []struct {
+			TabID int `json:"tab_id"`
+		} `json:"tabs"`
+	}
+	json.Unmarshal(b, &out)
+	for _, t := range out.Tabs {
+		if t.TabID == tab {
+			return tools.Result{Success: true}
+		}
+	}
+	return tools.Result{Code: tools.CodeInvalidParams, Reason: fmt.Sprintf("no open tab has the id %d: ferry_list_tabs lists the tabs", tab)}
 }
 
 func noBrowser() tools.Result {

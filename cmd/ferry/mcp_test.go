@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/host/control"
+	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -278,5 +279,73 @@ func TestMCPWithLiveHost(t *testing.T) {
 	h.cmd.Wait()
 	if hosts, _ := control.List(home); len(hosts) != 0 {
 		t.Errorf("hosts after the host ended: %+v", hosts)
+	}
+}
+
+// Every tool `ferry mcp` offers has an input schema every major client and model
+// vendor takes (tools.CheckPortable: the MCP Inspector's, Anthropic's and OpenAI's
+// rules), and ask_user, which nobody could answer here, is not offered.
+func TestMCPSchemasPortable(t *testing.T) {
+	home := t.TempDir()
+	if _, stderr, code := runFerry(t, home, "", "config", "set", control.SettingAllowedTools, "*"); code != 0 {
+		t.Fatalf("config set: %s", stderr)
+	}
+	cs, _ := mcpSession(t, home, nil)
+	names := toolNames(t, cs)
+	if len(names) < 25 {
+		t.Fatalf("only %d tools offered: %v", len(names), keys(names))
+	}
+	for _, want := range []string{"browser_click", "browser_type", "browser_select", "browser_navigate", "browser_scroll", "execute_script"} {
+		if names[want] == nil {
+			t.Errorf("%s is not offered with mcp.allowed_tools=*", want)
+		}
+	}
+	if names[tools.AskUserName] != nil {
+		t.Errorf("ask_user is offered although no UI can ever answer it here")
+	}
+	for name, tool := range names {
+		b, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems := tools.CheckPortable(b); len(problems) > 0 {
+			t.Errorf("%s's input schema is not portable:\n  %s\n  %s", name, strings.Join(problems, "\n  "), b)
+		}
+		if !mcpNamePattern.MatchString(name) {
+			t.Errorf("tool name %q is outside MCP's [A-Za-z0-9_.-]{1,128}", name)
+		}
+	}
+	// The schemas as the host declares them (what its own model providers send too),
+	// not only the copies MCP clients are shown, keep the rules.
+	out, stderr, code := runFerry(t, home, "", "tools", "--json")
+	if code != 0 {
+		t.Fatalf("ferry tools --json: %s", stderr)
+	}
+	var declared struct {
+		Tools []struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(out), &declared); err != nil || len(declared.Tools) < 25 {
+		t.Fatalf("ferry tools --json: %v (%d tools)", err, len(declared.Tools))
+	}
+	for _, tool := range declared.Tools {
+		if problems := tools.CheckPortable(tool.Parameters); len(problems) > 0 {
+			t.Errorf("%s's declared schema is not portable:\n  %s\n  %s", tool.Name, strings.Join(problems, "\n  "), tool.Parameters)
+		}
+	}
+	// The element tools say in words what their schema no longer does, and the host
+	// still refuses both or neither before anything is asked or run.
+	if d := names["browser_click"].Description; !strings.Contains(d, "Give ref or selector") {
+		t.Errorf("browser_click's description does not say to give ref or selector: %s", d)
+	}
+	for _, args := range []map[string]any{{}, {"ref": "e1", "selector": "#a"}} {
+		if res := callTool(t, cs, "browser_click", args); res["code"] != "INVALID_PARAMS" {
+			t.Errorf("browser_click %v: %v", args, res)
+		}
+	}
+	if res := callTool(t, cs, "browser_navigate", map[string]any{"url": "https://a.example/", "action": "back"}); res["code"] != "INVALID_PARAMS" {
+		t.Errorf("browser_navigate with url and action: %v", res)
 	}
 }

@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -41,29 +42,29 @@ func Tools(d Deps) []tools.Tool {
   "max_depth":{"type":"integer","minimum":1,"maximum":100,"default":25,"description":"deepest nesting level shown"},
   "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"most elements listed; truncated is true when the page has more"}
 },"additionalProperties":false}`),
-		d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
-			"Click an element, given either a ref from the latest browser_snapshot or a CSS selector (from get_tab_content's ⟨…⟩ marks, say). "+
+		element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
+			"Click an element. Give ref or selector, one of them: a ref from the latest browser_snapshot, or a CSS selector (from get_tab_content's ⟨…⟩ marks, say). "+
 				"A disabled, hidden or covered element is not clicked: the reason says which.",
-			elementParams(``, nil)),
-		sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
-			"Type text into an input, a textarea or a contenteditable element, given a ref from the latest browser_snapshot or a CSS selector, "+
-				"firing the input and change events that page frameworks listen to. Returns the field's value afterwards (masked for password and other secret fields).",
+			elementParams(``, nil)), true),
+		element(sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
+			"Type text into an input, a textarea or a contenteditable element. Give ref or selector, one of them: a ref from the latest browser_snapshot or a CSS selector. "+
+				"It fires the input and change events that page frameworks listen to. Returns the field's value afterwards (masked for password and other secret fields).",
 			elementParams(`,
   "text":{"type":"string","description":"the text to type"},
   "clear":{"type":"boolean","default":true,"description":"replace what the field holds (true) or append to it (false)"},
-  "submit":{"type":"boolean","default":false,"description":"press Enter afterwards, which submits most forms"}`, []string{"text"}))),
-		d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
-			"Choose options of a <select>, given a ref from the latest browser_snapshot or a CSS selector. "+
+  "submit":{"type":"boolean","default":false,"description":"press Enter afterwards, which submits most forms"}`, []string{"text"}))), true),
+		element(d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
+			"Choose options of a <select>. Give ref or selector, one of them: a ref from the latest browser_snapshot or a CSS selector. "+
 				"values are the options' values or visible texts; several only for a multiple select.",
 			elementParams(`,
-  "values":{"type":"array","items":{"type":"string"},"minItems":1,"description":"the options to select, by value or visible text"}`, []string{"values"})),
-		d.pass("browser_scroll", "browser.page.scroll", tools.KindRead, callTimeout, true,
-			"Scroll the page by a number of pixels, or scroll an element (a ref from the latest browser_snapshot, or a CSS selector) into view. "+
+  "values":{"type":"array","items":{"type":"string"},"minItems":1,"description":"the options to select, by value or visible text"}`, []string{"values"})), true),
+		element(d.pass("browser_scroll", "browser.page.scroll", tools.KindRead, callTimeout, true,
+			"Scroll the page by a number of pixels, or scroll an element into view: give ref or selector, at most one of them (a ref from the latest browser_snapshot, or a CSS selector). "+
 				"Returns the new scroll position.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,`+refAndSelector+`,
   "pixels":{"type":"integer","minimum":1,"maximum":100000,"default":500,"description":"how far to scroll when no element is given"},
   "direction":{"type":"string","enum":["down","up","left","right"],"default":"down"}
-},"dependentSchemas":{"ref":{"properties":{"selector":false}}},"additionalProperties":false}`),
+},"additionalProperties":false}`), false),
 		d.screenshot(),
 		d.navigate(),
 		d.pass("browser_console", "browser.page.console", tools.KindRead, callTimeout, true,
@@ -89,8 +90,11 @@ const (
   "selector":{"type":"string","minLength":1,"description":"a CSS selector of the element, e.g. one from get_tab_content's ⟨…⟩ marks"}`
 )
 
-// elementParams is the schema of a tool acting on one element: exactly one of ref
-// and selector, then the tool's own properties.
+// elementParams is the schema of a tool acting on one element: ref and selector,
+// then the tool's own properties. That exactly one of ref and selector is given is
+// said in the description and checked by element, not written as anyOf or
+// dependentSchemas: several model vendors and MCP clients refuse a schema with a
+// combinator at its root or a bare false subschema.
 func elementParams(extra string, required []string) string {
 	req := ""
 	if len(required) > 0 {
@@ -98,7 +102,33 @@ func elementParams(extra string, required []string) string {
 		req = `"required":` + string(b) + `,`
 	}
 	return `{"type":"object","properties":{"tab_id":` + tabIDOptional + `,` + refAndSelector + extra + `
-},` + req + `"anyOf":[{"required":["ref"]},{"required":["selector"]}],"dependentSchemas":{"ref":{"properties":{"selector":false}}},"additionalProperties":false}`
+},` + req + `"additionalProperties":false}`
+}
+
+// element adds to a tool acting on an element the check its schema leaves out: one
+// of ref and selector (exactly one when required, else at most one).
+func element(t tools.Tool, required bool) tools.Tool {
+	t.Check = func(call *tools.Call) error {
+		args, err := decodeArgs(call)
+		if err != nil {
+			return err
+		}
+		return exactlyOne(args, "ref", "selector", required)
+	}
+	return t
+}
+
+// exactlyOne refuses arguments that give both a and b, or (when required) neither.
+func exactlyOne(args map[string]any, a, b string, required bool) error {
+	_, hasA := args[a]
+	_, hasB := args[b]
+	switch {
+	case hasA && hasB:
+		return fmt.Errorf("/%s: not allowed with %s: give %s or %s, not both", b, a, a, b)
+	case required && !hasA && !hasB:
+		return fmt.Errorf("give %s or %s (one of them)", a, b)
+	}
+	return nil
 }
 
 // tabDefault fills tab_id with the tab the call is bound to (the side panel's tab)
@@ -218,17 +248,24 @@ func (d Deps) openTab() tools.Tool {
 func (d Deps) navigate() tools.Tool {
 	return tools.Tool{
 		Name: "browser_navigate",
-		Description: "Navigate a tab: to a URL, or back, forward or reload. Off unless the person allowed it (setting " + SettingAllowNavigate + "); " +
+		Description: "Navigate a tab: give url or action, one of them (a URL to load, or back, forward or reload). Off unless the person allowed it (setting " + SettingAllowNavigate + "); " +
 			"open_tab opens a URL in a new tab without it. A file:// URL or an address on the person's own computer or network asks them first, " +
 			"unless the setting " + SettingAllowPrivateHosts + " names it.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"tab_id":` + tabIDOptional + `,
   "url":{"type":"string","pattern":` + urlPattern + `,"description":"the URL to load in the tab (http, https, file or about)"},
   "action":{"type":"string","enum":["back","forward","reload"],"description":"go back, forward, or reload, instead of a URL"}
-},"anyOf":[{"required":["url"]},{"required":["action"]}],"dependentSchemas":{"url":{"properties":{"action":false}}},"additionalProperties":false}`),
+},"additionalProperties":false}`),
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
 		// The assessment holds browser.allow_navigate and the private destinations.
 		Assess: d.assessNavigation,
+		Check: func(call *tools.Call) error {
+			args, err := decodeArgs(call)
+			if err != nil {
+				return err
+			}
+			return exactlyOne(args, "url", "action", true)
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			args, err := decodeArgs(call)
 			if err != nil {

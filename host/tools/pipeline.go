@@ -123,6 +123,11 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 	}
 	canonical, _ := marshalNoEscape(args)
 	call.Arguments, st.canonical = canonical, canonical
+	if e.tool.Check != nil {
+		if err := e.tool.Check(call); err != nil {
+			return fail(CodeInvalidParams, "invalid params: %s", strings.TrimPrefix(err.Error(), "invalid params: "))
+		}
+	}
 
 	// 3. availability
 	if ok, reason := r.available(ctx, e, call); !ok {

@@ -60,6 +60,11 @@ type Tool struct {
 	// A tool that waits on a person (ask_user) sets its own, longer one.
 	Timeout time.Duration
 
+	// Check, when set, checks the arguments for what the schema leaves out so that
+	// every model vendor and client takes the schema (exactly one of two properties,
+	// say): it runs right after the schema's validation, and an error is
+	// INVALID_PARAMS with its message; nothing is confirmed or run.
+	Check func(call *Call) error
 	// Available is the precondition: ok, or a reason the tool cannot run now. Nil
 	// means always available.
 	Available func(ctx context.Context, call *Call) (ok bool, reason string)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -141,19 +142,23 @@ type AskAnswer struct {
 }
 
 // askUserParams is ask_user's: a question, optional choices, and whether several may
-// be picked; multiple without options makes no sense, so the schema says so.
+// be picked. multiple without options makes no sense: the description says so and
+// the tool's Check refuses it (a dependentRequired keyword would say it too, but not
+// every model vendor takes one).
 const askUserParams = `{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
     "question": {"type": "string", "minLength": 1, "description": "The question to ask the user"},
     "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "description": "Choices to offer; when given, the question becomes a choice"},
-    "multiple": {"type": "boolean", "default": false, "description": "Allow choosing several options"}
+    "multiple": {"type": "boolean", "default": false, "description": "Allow choosing several options (only with options)"}
   },
   "required": ["question"],
-  "dependentRequired": {"multiple": ["options"]},
   "additionalProperties": false
 }`
+
+// AskUserName is the ask_user builtin's name.
+const AskUserName = "ask_user"
 
 // AskUser is the ask_user builtin: it sends the question to the connected UI and
 // waits up to the setting tools.ask_timeout_seconds (5 minutes), then answers
@@ -161,7 +166,7 @@ const askUserParams = `{
 // caller learns at once instead of waiting.
 func AskUser(r *Registry) Tool {
 	return Tool{
-		Name:        "ask_user",
+		Name:        AskUserName,
 		Description: "Ask the user a question and wait for the answer: free text, or a choice among options (several with multiple). Use it when a decision or a missing detail only the user can give blocks the task.",
 		Parameters:  json.RawMessage(askUserParams),
 		Source:      SourceBuiltin,
@@ -169,6 +174,19 @@ func AskUser(r *Registry) Tool {
 		// The person has up to the ask timeout (at most an hour, by the setting's
 		// range); the pipeline's run timeout must not cut them off first.
 		Timeout: time.Hour + time.Minute,
+		Check: func(call *Call) error {
+			var p struct {
+				Options  []string `json:"options"`
+				Multiple *bool    `json:"multiple"`
+			}
+			if err := call.Decode(&p); err != nil {
+				return err
+			}
+			if p.Multiple != nil && p.Options == nil {
+				return fmt.Errorf("/options: is required with multiple, which says how many of the options may be chosen")
+			}
+			return nil
+		},
 		Available: func(ctx context.Context, call *Call) (bool, string) {
 			if r.UI() == nil {
 				return false, "no UI is connected to ask the user: open Ferry's side panel in the browser (from `ferry call` nobody can answer)"
