@@ -238,9 +238,14 @@
   const agentEvents = new WeakSet(); // SubmitEvents an agent caused
   const responses = new WeakMap(); // SubmitEvent → the promise given to respondWith
 
+  // A control's label as the browser's own synthesis reads it: the label's text
+  // without the text of the controls inside it (a select's options), trimmed.
   function labelOf(control) {
     const l = control.labels?.[0];
-    return l ? l.textContent.trim().replace(/\s+/g, ' ') : '';
+    if (!l) return '';
+    const copy = l.cloneNode(true);
+    for (const c of copy.querySelectorAll('select, textarea, button, datalist, output')) c.remove();
+    return copy.textContent.trim();
   }
 
   function controlsOf(form) {
@@ -263,8 +268,18 @@
     return Number.isFinite(n) ? n : undefined;
   }
 
+  // [value, title?] pairs: a title when the option has one (its text, a radio's label).
   function choice(values) {
-    return { anyOf: values.map(([v, title]) => (title !== undefined && title !== v ? { type: 'string', const: v, title } : { type: 'string', const: v })), enum: values.map(([v]) => v) };
+    return { anyOf: values.map(([v, title]) => (title ? { type: 'string', const: v, title } : { type: 'string', const: v })), enum: values.map(([v]) => v) };
+  }
+  // A pattern the browser would enforce (the attribute's "v"-flag syntax), else none.
+  function validPattern(p) {
+    try {
+      new RegExp(p, 'v');
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   function propertyOf(controls) {
@@ -278,7 +293,7 @@
     } else if (type === 'checkbox' && controls.length === 1) {
       p = { type: 'boolean' };
     } else if (type === 'radio' || type === 'checkbox') {
-      const one = { type: 'string', ...choice(controls.map((c) => [c.value])) };
+      const one = { type: 'string', ...choice(controls.map((c) => [c.value, labelOf(c)])) };
       p = type === 'checkbox' ? { type: 'array', items: one, uniqueItems: true } : one;
     } else if (type === 'number' || type === 'range') {
       p = { type: 'number' };
@@ -289,13 +304,19 @@
       const step = el.getAttribute('step');
       if (step !== 'any') p.multipleOf = numberAttr(el, 'step') ?? 1;
     } else if (type === 'date') {
-      p = { type: 'string', format: 'date', description: "Dates MUST be provided in 'YYYY-MM-DD' format." };
+      p = { type: 'string', format: 'date' };
     } else {
       p = { type: 'string' };
       const pattern = el.getAttribute('pattern');
-      if (pattern) p.pattern = pattern;
+      if (pattern && validPattern(pattern)) p.pattern = pattern;
     }
-    const desc = el.getAttribute('toolparamdescription') || labelOf(el);
+    // A radio group's labels title its options; other controls are described by
+    // their toolparamdescription, else their label.
+    let desc = el.getAttribute('toolparamdescription') || (type === 'radio' || (type === 'checkbox' && controls.length > 1) ? '' : labelOf(el));
+    if (type === 'date') {
+      const note = "Dates MUST be provided in 'YYYY-MM-DD' format.";
+      desc = desc ? `${desc} (${note})` : note;
+    }
     if (desc) p.description = desc;
     return p;
   }

@@ -153,6 +153,11 @@ type Options struct {
 	Env []string
 	// Log receives Chromium's output, which includes the hosts' stderr.
 	Log string
+	// Features are Chromium features to enable (--enable-features), e.g. WebMCP.
+	Features []string
+	// NoExtension launches the same browser without Ferry's extension: the baseline
+	// a page's behaviour with Ferry is compared against.
+	NoExtension bool
 }
 
 // Browser is one running Chromium.
@@ -167,7 +172,7 @@ type Browser struct {
 // Launch starts Chromium. The browser lives until Close or until ctx ends.
 func Launch(ctx context.Context, o Options) (*Browser, error) {
 	ext, err := filepath.Abs(o.ExtensionDir)
-	if err != nil {
+	if err != nil && !o.NoExtension {
 		return nil, err
 	}
 	// chromedp.DefaultExecAllocatorOptions carries --disable-extensions, which
@@ -187,11 +192,20 @@ func Launch(ctx context.Context, o Options) (*Browser, error) {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true), // /dev/shm is tiny in containers
 		chromedp.Flag("user-data-dir", o.UserDataDir),
-		chromedp.Flag("load-extension", ext),
-		chromedp.Flag("disable-extensions-except", ext),
 		chromedp.Env(o.Env...),
 	}
-	b := &Browser{ExtensionID: ExtensionID(ext), UserDataDir: o.UserDataDir}
+	if o.NoExtension {
+		opts = append(opts, chromedp.Flag("disable-extensions", true))
+	} else {
+		opts = append(opts, chromedp.Flag("load-extension", ext), chromedp.Flag("disable-extensions-except", ext))
+	}
+	if len(o.Features) > 0 {
+		opts = append(opts, chromedp.Flag("enable-features", strings.Join(o.Features, ",")))
+	}
+	b := &Browser{UserDataDir: o.UserDataDir}
+	if !o.NoExtension {
+		b.ExtensionID = ExtensionID(ext)
+	}
 	if o.Log != "" {
 		if b.logFile, err = os.Create(o.Log); err != nil {
 			return nil, err

@@ -112,6 +112,12 @@ type session struct {
 // timeout passes.
 func start(t *testing.T, timeout time.Duration, env ...string) *session {
 	t.Helper()
+	return startWith(t, timeout, nil, env...)
+}
+
+// startWith is start with Chromium features enabled (WebMCP, say).
+func startWith(t *testing.T, timeout time.Duration, features []string, env ...string) *session {
+	t.Helper()
 	browsertest.RequireChromium(t)
 	home, userData := installed(t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -122,6 +128,7 @@ func start(t *testing.T, timeout time.Duration, env ...string) *session {
 		ExtensionDir: browsertest.ExtensionDir(),
 		Env:          append([]string{"FERRY_HOME=" + home}, env...),
 		Log:          logPath,
+		Features:     features,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,260 @@
+package e2e
+
+// WebMCP pages as the ecosystem writes them, each run in Chromium with and without
+// Ferry, with and without the browser's own WebMCP (--enable-features=WebMCP): with
+// Ferry, the page's own view (getTools(), what it logged, its errors) is the view it
+// has without Ferry, and Ferry's tools.list for the tab lists the page's tools.
+// The pages are the tests' own (testdata/webmcp), written after the draft's and the
+// libraries' documented usage; the libraries themselves (@mcp-b/webmcp-polyfill,
+// @mcp-b/global, usewebmcp, React) come from npm (scripts/e2e-npm).
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ferryhq/ferry/tests/browsertest"
+)
+
+var (
+	npmOnce sync.Once
+	npmDir  string
+	npmErr  error
+)
+
+// e2eNPM is the folder scripts/e2e-npm installs the ecosystem's packages into.
+func e2eNPM(t *testing.T) string {
+	t.Helper()
+	npmOnce.Do(func() {
+		cmd := exec.Command(filepath.Join(browsertest.RepoRoot(), "scripts", "e2e-npm"))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		npmDir, npmErr = strings.TrimSpace(string(out)), err
+	})
+	if npmErr != nil || npmDir == "" {
+		t.Fatalf("scripts/e2e-npm (the ecosystem's packages from npm): %v", npmErr)
+	}
+	return npmDir
+}
+
+// webmcpServer serves the test pages at /webmcp/ and the npm packages at /npm/, on
+// 127.0.0.1.
+func webmcpServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/webmcp/", http.StripPrefix("/webmcp/", http.FileServer(http.Dir(filepath.Join(browsertest.RepoRoot(), "tests", "e2e", "testdata", "webmcp")))))
+	mux.Handle("/npm/", http.StripPrefix("/npm/", http.FileServer(http.Dir(filepath.Join(e2eNPM(t), "node_modules")))))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// pageView is what a test page saw (testdata/webmcp/view.js).
+type pageView struct {
+	Tools  json.RawMessage `json:"tools"`
+	Log    []string        `json:"log"`
+	Errors []string        `json:"errors"`
+}
+
+func (v pageView) toolNames() []string {
+	var ts []struct {
+		Name string `json:"name"`
+	}
+	json.Unmarshal(v.Tools, &ts)
+	out := []string{}
+	for _, x := range ts {
+		out = append(out, x.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// viewIn loads url in a new tab of the browser and returns the page's view.
+func viewIn(t *testing.T, ctx, browser context.Context, url string) (pageView, context.Context) {
+	t.Helper()
+	tab, cancel := chromedp.NewContext(browser)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tab, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := browsertest.WaitFor(wctx, tab, `window.__view?.done === true || window.__view?.errors?.length > 0`); err != nil {
+		t.Fatalf("%s never finished: %v", url, err)
+	}
+	time.Sleep(100 * time.Millisecond) // late errors of the page land in the view too
+	raw, err := browsertest.Eval[string](tab, `JSON.stringify(window.__view)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v pageView
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v, tab
+}
+
+var webmcpPages = []string{"spec", "declarative", "polyfill", "global", "usewebmcp", "wu"}
+
+// ownRuntime: pages that bring their own WebMCP, so that they work in a browser
+// without one, Ferry or not.
+var ownRuntime = map[string]bool{"polyfill": true, "global": true, "usewebmcp": true}
+
+func TestWebMCPPagesAsWithoutFerry(t *testing.T) {
+	browsertest.RequireChromium(t)
+	srv := webmcpServer(t)
+	url := func(p string) string { return srv.URL + "/webmcp/" + p + ".html" }
+	without := map[bool]map[string]pageView{} // native → page → view
+	for _, native := range []bool{false, true} {
+		var features []string
+		if native {
+			features = []string{"WebMCP"}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		b, err := browsertest.Launch(ctx, browsertest.Options{UserDataDir: browsertest.TempDir(t, "ferry-e2e-plain-"), NoExtension: true, Features: features})
+		if err != nil {
+			t.Fatal(err)
+		}
+		without[native] = map[string]pageView{}
+		for _, p := range webmcpPages {
+			v, _ := viewIn(t, ctx, b.Ctx, url(p))
+			without[native][p] = v
+		}
+		b.Close()
+		cancel()
+	}
+	compared := 0
+	for _, native := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shim", true: "native WebMCP"}[native], func(t *testing.T) {
+			var features []string
+			if native {
+				features = []string{"WebMCP"}
+			}
+			s := startWith(t, 120*time.Second, features)
+			for _, p := range webmcpPages {
+				got, tab := viewIn(t, s.ctx, s.browser.Ctx, url(p))
+				// The reference: the same browser without Ferry; for a page that relies on
+				// the browser's WebMCP, the browser that has it (Ferry's shim stands in).
+				ref := without[native][p]
+				if !native && !ownRuntime[p] {
+					ref = without[true][p]
+				}
+				if p == "wu" {
+					ref = without[native][p]
+				}
+				if !reflect.DeepEqual(got, ref) {
+					t.Errorf("%s: the page's own view differs with Ferry:\n with    %s\n without %s", p, mustJSON(got), mustJSON(ref))
+				} else {
+					compared++
+				}
+				want := got.toolNames()
+				if p == "wu" {
+					want = []string{"addToCart", "setTheme", "wishlist:save"}
+				}
+				id := tabIDOf(t, s, tab)
+				if names := waitPageTools(t, s, id, len(want)); !reflect.DeepEqual(names, want) {
+					t.Errorf("%s: tools.list has the page tools %v; the page has %v", p, names, want)
+				}
+				for _, c := range pageCalls[p] {
+					var r toolResult
+					s.must("tools.call", map[string]any{"name": c.tool, "arguments": c.args, "tab_id": id}, &r)
+					if c.code == "" && (!r.Success || !strings.Contains(string(r.Result), c.has)) {
+						t.Errorf("%s: %s %v = %+v %s, want a success with %s", p, c.tool, c.args, r, r.Result, c.has)
+					}
+					// The browser's own executeTool does not pass a thrown error's message on.
+					lost := native && c.thrown
+					if c.code != "" && (r.Code != c.code || (!lost && !strings.Contains(r.Reason, c.has))) {
+						t.Errorf("%s: %s %v = %+v, want %s with %q", p, c.tool, c.args, r, c.code, c.has)
+					}
+				}
+				if p == "wu" {
+					if n, _ := browsertest.Eval[string](tab, `document.getElementById('count').textContent`); n != "1" {
+						t.Errorf("wu: the cart shows %s items after addToCart, want 1", n)
+					}
+				}
+			}
+		})
+	}
+	t.Logf("pages whose view with Ferry equals the view without: %d of %d", compared, 2*len(webmcpPages))
+}
+
+// pageCalls are calls through Ferry's pipeline into each page's tools, and what
+// they must give (code empty: a success whose result has has).
+var pageCalls = map[string][]struct {
+	tool   string
+	args   map[string]any
+	code   string
+	has    string
+	thrown bool // the tool throws (rather than answering {content, isError})
+}{
+	"spec":        {{"todo.add", map[string]any{"text": "call the plumber"}, "", `"count":2`, false}, {"todo.add", map[string]any{}, "INVALID_PARAMS", "text", false}},
+	"declarative": {{"book_table", map[string]any{"name": "Ada Lovelace", "guests": 2, "date": "2026-12-24", "time": "19:30", "seating": "terrace"}, "", `"booked":true`, false}},
+	"polyfill":    {{"get-page-title", map[string]any{}, "", "own WebMCP polyfill", false}, {"search_catalog", map[string]any{"query": "socks"}, "", "socks", false}},
+	"global":      {{"get-page-title", map[string]any{}, "", "MCP-B", false}, {"reserve-seat", map[string]any{"seat": "1A"}, "HANDLER_ERROR", "seat 1A is taken", false}},
+	"usewebmcp":   {{"search", map[string]any{"query": "webmcp"}, "", `"total":6`, false}, {"delete-index", map[string]any{}, "HANDLER_ERROR", "the index is locked", true}},
+	"wu":          {{"addToCart", map[string]any{"productId": "SKU-42"}, "", `"added":"SKU-42"`, false}, {"setTheme", map[string]any{"theme": "dark"}, "", `"theme":"dark"`, false}, {"wishlist:save", map[string]any{"productId": "SKU-7"}, "", `"saved":"SKU-7"`, false}},
+}
+
+// tabIDOf is the id of the tab a chromedp context shows.
+func tabIDOf(t *testing.T, s *session, tab context.Context) int {
+	t.Helper()
+	u, err := browsertest.Eval[string](tab, `location.href`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.tabOf(u)
+}
+
+// waitPageTools waits until the tab's page tools number n (or 10 s pass) and returns
+// their registered names, sorted.
+func waitPageTools(t *testing.T, s *session, tab, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var l struct {
+			Tools []struct {
+				Name   string `json:"name"`
+				Source string `json:"source"`
+			} `json:"tools"`
+			Unavailable []struct{ Name string } `json:"unavailable"`
+		}
+		s.must("tools.list", map[string]any{"tab_id": tab}, &l)
+		names := []string{}
+		for _, x := range l.Tools {
+			if x.Source == "page" {
+				names = append(names, x.Name)
+			}
+		}
+		sort.Strings(names)
+		if len(names) >= n || time.Now().After(deadline) {
+			return names
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
