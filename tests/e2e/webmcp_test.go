@@ -11,6 +11,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -257,4 +258,52 @@ func mustJSON(v any) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// Fifty tools registered in a row, none awaited, twenty loads: every load lists all
+// fifty, with Ferry's shim and with the browser's own WebMCP.
+func TestWebMCPEveryRegistrationArrives(t *testing.T) {
+	browsertest.RequireChromium(t)
+	srv := webmcpServer(t)
+	const loads = 20
+	for _, native := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shim", true: "native WebMCP"}[native], func(t *testing.T) {
+			var features []string
+			if native {
+				features = []string{"WebMCP"}
+			}
+			s := startWith(t, 240*time.Second, features)
+			page, tab := s.openTab(srv.URL + "/webmcp/race.html?load=1")
+			complete := 0
+			for load := 1; load <= loads; load++ {
+				if load > 1 {
+					if err := chromedp.Do(page, chromedp.Navigate(fmt.Sprintf("%s/webmcp/race.html?load=%d", srv.URL, load))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				prefix := fmt.Sprintf("l%d_tool_", load)
+				var mine []string
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					mine = mine[:0]
+					for _, n := range waitPageTools(t, s, tab, 0) {
+						if strings.HasPrefix(n, prefix) {
+							mine = append(mine, n)
+						}
+					}
+					if len(mine) == 50 || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if len(mine) == 50 {
+					complete++
+				} else {
+					t.Errorf("load %d: %d of its 50 tools listed", load, len(mine))
+				}
+			}
+			load, _ := os.ReadFile("/proc/loadavg")
+			t.Logf("%d of %d loads listed all 50 tools (load average %s)", complete, loads, strings.TrimSpace(string(load)))
+		})
+	}
 }
