@@ -270,3 +270,21 @@ func TestDisabledOriginDeclarationsIgnored(t *testing.T) {
 		t.Fatalf("origins = %+v", infos)
 	}
 }
+
+// A run a page's event triggers continues the event's trace one level deeper; one
+// that would start deeper than the loop guard allows is refused before any model is
+// asked (the action → event → ferry.ask → action cycle stops at depth 3).
+func TestAskContinuesTheTrace(t *testing.T) {
+	e := newAskEnv(t, &askUI{}, map[string]string{SettingAskAllowed: site})
+	if _, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "again", TraceID: "tr", Depth: tools.MaxDepth}); err != nil {
+		t.Fatalf("ask at depth %d: %v", tools.MaxDepth, err)
+	}
+	if len(e.started) != 1 || e.started[0].TraceID != "tr" || e.started[0].Depth != tools.MaxDepth {
+		t.Fatalf("started = %+v", e.started)
+	}
+	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "again", TraceID: "tr", Depth: tools.MaxDepth + 1})
+	refusedWith(t, err, "LOOP_DETECTED")
+	if len(e.started) != 1 {
+		t.Fatalf("a run started at depth %d", tools.MaxDepth+1)
+	}
+}

@@ -134,7 +134,8 @@ func orRoot(ptr string) string {
 // properties, the combinators and conditionals no vendor takes at the root left
 // out, bare boolean subschemas written as the object schemas they mean ({} and
 // {"not": {}} are themselves refused by some, so true becomes {} and a false
-// property is dropped). What it leaves out, the host still validates.
+// property is dropped), objects with properties closed (additionalProperties
+// false) unless they say otherwise. What it leaves out, the host still validates.
 func Portable(schema []byte) json.RawMessage {
 	var root map[string]any
 	if err := json.Unmarshal(schema, &root); err != nil || root == nil {
@@ -157,6 +158,11 @@ func Portable(schema []byte) json.RawMessage {
 
 func unbool(s map[string]any) {
 	if props, ok := s["properties"].(map[string]any); ok {
+		// Strict mode takes only closed objects; the host still accepts what the
+		// declared schema accepts.
+		if _, has := s["additionalProperties"]; !has {
+			s["additionalProperties"] = false
+		}
 		for name, v := range props {
 			switch x := v.(type) {
 			case bool:
