@@ -103,6 +103,7 @@
   const actions = new Map(); // id → normalized: the page's own ferry.action declarations
   const webTools = new Map(); // name → normalized: the page's WebMCP tools
   const wuTools = new Map(); // name → normalized: a wu-framework app's actions
+  let wuSig = ''; // what wu.ai.tools() said last (empty: read it again)
   // Every action the page offers: its own first, then WebMCP tools and wu actions
   // whose names are not taken.
   function allActions() {
@@ -771,6 +772,7 @@
           }
         }
         if (webTools.size > 0 || declared) declaredSomething();
+        wuSig = ''; // a wu app's actions may be among the WebMCP tools now
       } while (readAgain);
     } finally {
       reading = false;
@@ -794,7 +796,6 @@
   // pipeline first, then through wu's own. Actions the app also exposes through
   // WebMCP (wu.ai.expose()) are offered once.
   const WU_POLL_MS = 500;
-  let wuSig = '';
   async function syncWu(wu) {
     let list = [];
     try {
@@ -808,6 +809,8 @@
     wuTools.clear();
     for (const t of list) {
       if (!t || typeof t.name !== 'string') continue;
+      // Exposed through WebMCP too (whose names have no ':'): offered once, there.
+      if ([t.name, t.name.replace(/:/g, '.'), t.name.replace(/:/g, '_')].some((n) => webTools.has(n))) continue;
       try {
         wuTools.set(t.name, normalizeAction(t.name, {
           description: t.description, parameters: t.parameters, source: 'wu',

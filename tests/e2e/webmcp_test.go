@@ -191,6 +191,15 @@ func TestWebMCPPagesAsWithoutFerry(t *testing.T) {
 						t.Errorf("wu: the cart shows %s items after addToCart, want 1", n)
 					}
 				}
+				if p == "wu" && !native {
+					// The same app exposing its actions through WebMCP: each offered once.
+					_, tab2 := viewIn(t, s.ctx, s.browser.Ctx, srv.URL+"/webmcp/wu.html?expose")
+					time.Sleep(1500 * time.Millisecond) // the app's poll and the WebMCP read settle
+					names := waitPageTools(t, s, tabIDOf(t, s, tab2), 3)
+					if want := []string{"addToCart", "setTheme", "wishlist.save"}; !reflect.DeepEqual(names, want) {
+						t.Errorf("wu with expose(): tools.list has %v, want each action once: %v", names, want)
+					}
+				}
 			}
 		})
 	}
