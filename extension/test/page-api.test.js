@@ -1,48 +1,14 @@
 // The page API (page/ferry-main.js) in a vm context with a fake window: both
-// declaration dialects and WebMCP reach the bridge in one wire shape, and the
+// declaration dialects reach the bridge in one wire shape, and the
 // private port is taken from the first handshake only.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
+import { fakeMessagePort as fakePort, loadPageAPI, tick } from '../testing/page-harness.js';
 
-const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
-const source = readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
-// The names the bridge hands over with the handshake (lib/wire.js, loaded apart).
-const wire = (() => { const c = vm.createContext({}); vm.runInContext(readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8'), c); return JSON.parse(JSON.stringify(vm.runInContext('globalThis.FerryWire', c))); })();
-
-function load() {
-  const listeners = [];
-  const document = { documentElement: null, title: 'T', addEventListener() {}, querySelector: () => null };
-  const win = {
-    document,
-    addEventListener: (type, fn) => listeners.push({ type, fn }),
-    removeEventListener: (type, fn) => { const i = listeners.findIndex((l) => l.fn === fn); if (i >= 0) listeners.splice(i, 1); },
-    dispatchEvent() {},
-  };
-  const ctx = vm.createContext({ setTimeout, clearTimeout, setInterval, clearInterval, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean });
-  ctx.globalThis = ctx;
-  Object.assign(ctx, win);
-  ctx.window = ctx;
-  vm.runInContext(source, ctx);
-  const self = vm.runInContext('globalThis', ctx); // the window as the script sees it
-  const handshake = (port, source = self) => {
-    let stopped = false;
-    const ev = { source, data: { type: 'ferry:bridge-port', wire }, ports: [port], stopImmediatePropagation: () => { stopped = true; } };
-    for (const l of [...listeners]) if (l.type === 'message') l.fn(ev);
-    return stopped;
-  };
-  return { ferry: self.ferry, ctx: self, handshake };
-}
-
-function fakePort() {
-  const sent = [];
-  return { sent, postMessage: (m) => sent.push(JSON.parse(JSON.stringify(m))), onmessage: null };
-}
-
-const tick = () => new Promise((r) => setTimeout(r, 20));
+const load = () => {
+  const { ferry, self, handshake } = loadPageAPI({ handshake: false });
+  return { ferry, ctx: self, handshake };
+};
 
 describe('page API', () => {
   it('normalises list and shorthand declarations to one wire shape', async () => {

@@ -2,45 +2,9 @@
 // (page/ferry-main.js in a vm context) and what the service worker lets through
 // (background/pageactions.js with a fake host).
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
 import { createPageActions } from '../background/pageactions.js';
-
-const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
-const source = readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
-// The names the bridge hands over with the handshake (lib/wire.js, loaded apart).
-const wire = (() => { const c = vm.createContext({}); vm.runInContext(readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8'), c); return JSON.parse(JSON.stringify(vm.runInContext('globalThis.FerryWire', c))); })();
-
-function load() {
-  const listeners = [];
-  const document = { documentElement: null, title: 'T', addEventListener() {}, querySelector: () => null };
-  const ctx = vm.createContext({ setTimeout, clearTimeout, setInterval, clearInterval, console, CustomEvent: class {}, JSON, Symbol, Object, Promise, Error, TypeError, RegExp, Array, Map, Set, Number, String, Boolean, performance });
-  Object.assign(ctx, {
-    document,
-    addEventListener: (type, fn) => listeners.push({ type, fn }),
-    removeEventListener: (type, fn) => { const i = listeners.findIndex((l) => l.fn === fn); if (i >= 0) listeners.splice(i, 1); },
-    dispatchEvent() {},
-  });
-  ctx.globalThis = ctx;
-  ctx.window = ctx;
-  vm.runInContext(source, ctx);
-  const self = vm.runInContext('globalThis', ctx);
-  const port = { sent: [], postMessage(m) { this.sent.push(JSON.parse(JSON.stringify(m))); }, onmessage: null };
-  const ev = { source: self, data: { type: 'ferry:bridge-port', wire }, ports: [port], stopImmediatePropagation() {} };
-  for (const l of [...listeners]) if (l.type === 'message') l.fn(ev);
-  const fromBridge = (data) => port.onmessage({ data });
-  const answer = async (msg) => {
-    fromBridge({ rid: 77, ...msg });
-    await tick();
-    return port.sent.findLast((m) => m.t === 'done' && m.rid === 77)?.out;
-  };
-  return { ferry: self.ferry, self, port, fromBridge, answer };
-}
-
-const tick = () => new Promise((r) => setTimeout(r, 20));
+import { fakeClient, fakeSWPort, loadPageAPI as load, pageSource as source, tick, wire } from '../testing/page-harness.js';
 
 describe('seed 002 page API', () => {
   it('refuses an action with neither a handler nor a target', () => {
@@ -117,27 +81,6 @@ describe('seed 002 page API', () => {
     assert.match(source, new RegExp(`const HANDSHAKE = '${wire.HANDSHAKE}';`));
   });
 });
-
-function fakeClient(answers) {
-  const requests = [];
-  return {
-    state: 'connected',
-    requests,
-    async request(method, params) {
-      requests.push({ method, params });
-      const a = answers[method];
-      if (a instanceof Error) throw a;
-      return typeof a === 'function' ? a(params) : a;
-    },
-    notify() {}, connect() {}, registerHandler() {}, subscribe() {},
-  };
-}
-
-function fakeSWPort(sender) {
-  const posted = [];
-  let onMsg = null;
-  return { sender, posted, post: (m) => posted.push(m), onMessage: (fn) => { onMsg = fn; }, onDisconnect: () => {}, disconnect() {}, send: (m) => onMsg(m) };
-}
 
 describe('page actions in the service worker', () => {
   const top = { tab: { id: 4, url: 'https://a.example/p' }, frameId: 0, url: 'https://a.example/p', origin: 'https://a.example' };

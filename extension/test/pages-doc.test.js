@@ -13,7 +13,7 @@ const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
 const doc = readFileSync(join(ext, '..', 'protocol', 'PAGES.md'), 'utf8');
 const wire = (() => {
   const c = vm.createContext({});
-  vm.runInContext(readFileSync(join(ext, 'lib', 'wire.js'), 'utf8'), c);
+  vm.runInContext(readFileSync(join(ext, 'lib', 'wire-names.js'), 'utf8'), c);
   return JSON.parse(JSON.stringify(vm.runInContext('globalThis.FerryWire', c)));
 })();
 

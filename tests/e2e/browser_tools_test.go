@@ -15,7 +15,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -52,16 +51,9 @@ func fixtureServer(t *testing.T) *httptest.Server {
 		case <-time.After(20 * time.Second):
 		}
 	})
-	// Listen on 127.0.0.1 explicitly: "localhost" then names a different origin
-	// for the cross-origin frame of content.html.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	// On 127.0.0.1: "localhost" then names a different origin (the cross-origin
+	// frames of the fixtures).
+	return loopbackServer(t, mux)
 }
 
 // bigPage is an article-like page of about size bytes: sections of headings,

@@ -12,7 +12,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,14 +36,7 @@ func examplesServer(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/", http.FileServer(http.Dir(filepath.Join(root, "examples"))))
 	mux.Handle("/fixtures/", http.StripPrefix("/fixtures/", http.FileServer(http.Dir(filepath.Join(root, "tests", "e2e", "testdata")))))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
+	return loopbackServer(t, mux)
 }
 
 type scenarioPage struct {

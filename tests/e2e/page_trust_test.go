@@ -9,7 +9,6 @@ package e2e
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -34,14 +33,7 @@ func leakServer(t *testing.T) (*httptest.Server, func() []string) {
 		leaks = append(leaks, string(b))
 		mu.Unlock()
 	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string{}, leaks...) }
+	return loopbackServer(t, mux), func() []string { mu.Lock(); defer mu.Unlock(); return append([]string{}, leaks...) }
 }
 
 func TestCrossOriginFrameGetsNothing(t *testing.T) {

@@ -58,11 +58,18 @@ func webmcpServer(t *testing.T) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/webmcp/", http.StripPrefix("/webmcp/", http.FileServer(http.Dir(filepath.Join(browsertest.RepoRoot(), "tests", "e2e", "testdata", "webmcp")))))
 	mux.Handle("/npm/", http.StripPrefix("/npm/", http.FileServer(http.Dir(filepath.Join(e2eNPM(t), "node_modules")))))
+	return loopbackServer(t, mux)
+}
+
+// loopbackServer serves h on 127.0.0.1 (not "localhost", which then names another
+// origin on the same server) until the test ends.
+func loopbackServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: mux}}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv
