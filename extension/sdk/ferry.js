@@ -45,11 +45,19 @@ const ferry = Object.freeze({
   init: (opts) => (target() ? target().init(opts) : queued.push(() => target().init(opts))),
   removeApp: (app) => target()?.removeApp(app) ?? 0,
   setRegion: (name) => target()?.setRegion(name),
-  execute: (name, params) => (target() ? target().execute(name, params) : missing()),
+  activeRegion: () => target()?.activeRegion() ?? '',
+  confirmTool: (callId) => target()?.confirmTool(callId) ?? false,
+  rejectTool: (callId) => target()?.rejectTool(callId) ?? false,
+  getStats: () => target()?.getStats() ?? { actions: [], logSize: 0, log: [], pendingConfirmations: 0, denied: 0, errors: 0 },
+  snapshot: () => target()?.snapshot() ?? null,
+  execute: (name, params, cause) => (target() ? target().execute(name, params, cause) : missing()),
   tools: () => (target() ? target().tools() : missing()),
+  ask: (text, cause) => (target() ? target().ask(text, cause) : missing()),
   ready: (timeoutMs) => (target() ? target().ready(timeoutMs) : missing()),
   get available() { return Boolean(target()); },
 });
 
 export default ferry;
-export const { action, records, region, capability, on, init, removeApp, execute, tools, ready } = ferry;
+export const {
+  action, records, region, capability, on, init, removeApp, execute, tools, ask, ready, getStats, confirmTool, rejectTool,
+} = ferry;
