@@ -33,6 +33,12 @@ export function foreignFrameReason(what, origin, top) {
 export function createPageActions(client, api, { timers = globalThis, logger = console } = {}) {
   const frames = new Map(); // "tab:frame" → {port, tabId, frameId, origin, url, update, runs, confirms, sending, next}
   let nextRid = 1;
+  // What this worker sends for frames (updates, removals) is numbered in the order
+  // it sends them, increasing across the worker's restarts (the clock, in
+  // microseconds, is the floor): the host, which handles requests concurrently,
+  // drops one that arrives after a newer one for the same frame.
+  let lastOrder = 0;
+  const nextOrder = () => (lastOrder = Math.max(lastOrder + 1, Date.now() * 1000));
 
   const key = (tab, frame) => `${tab}:${frame}`;
 
@@ -68,7 +74,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
         const u = f.update;
         const params = {
           tab_id: f.tabId, frame_id: f.frameId, origin: f.origin, url: f.url, title: u.title ?? '',
-          doc: u.doc, seq: u.seq, permissions: u.permissions ?? {},
+          doc: u.doc, seq: u.seq, order: nextOrder(), permissions: u.permissions ?? {},
           actions: u.actions ?? [], snapshot: u.snapshot ?? { actions: [] },
         };
         try {
@@ -157,7 +163,7 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
       f.runs.clear();
       for (const p of f.confirms.values()) p.resolve({ answered: false });
       f.confirms.clear();
-      if (f.update) client.notify(H.REMOVE, { tab_id: tabId, frame_id: frameId });
+      if (f.update) client.notify(H.REMOVE, { tab_id: tabId, frame_id: frameId, order: nextOrder() });
     });
     if (client.state === 'connected') postStatus(f);
   }

@@ -223,3 +223,40 @@ func TestPageWriteStoreIsThePagesDoubleGate(t *testing.T) {
 		t.Errorf("the host's policy withholds writeStore, yet: %+v", r)
 	}
 }
+
+// The host handles requests concurrently: an update or a removal the service worker
+// sent before another one for the same frame is dropped when it arrives later,
+// whichever document it is of.
+func TestOlderUpdatesAndRemovalsDropped(t *testing.T) {
+	reg, m, _ := setup(t)
+	count := func() int {
+		n := 0
+		for _, l := range reg.All(9) {
+			if l.Source == tools.SourcePage {
+				n++
+			}
+		}
+		return n
+	}
+	up := func(doc string, order int64, ids ...string) UpdateResult {
+		var ds []Decl
+		for _, id := range ids {
+			ds = append(ds, Decl{ID: id, HasHandler: true})
+		}
+		res, _ := m.Update(UpdateParams{TabID: 9, Origin: "http://127.0.0.1:1", Doc: doc, Seq: 1, Order: order, Actions: ds})
+		return res
+	}
+	up("new", 20, "a", "b")
+	if res := up("old", 10, "x"); !res.Stale || count() != 2 {
+		t.Fatalf("an old document's late update applied: %+v, %d tools", res, count())
+	}
+	if n := m.RemoveOrdered(9, 0, 15); n != 0 || count() != 2 {
+		t.Fatalf("a removal sent before the new document's update removed %d", n)
+	}
+	if n := m.RemoveOrdered(9, 0, 30); n != 2 || count() != 0 {
+		t.Fatalf("a newer removal removed %d", n)
+	}
+	if res := up("new", 25, "a", "b"); !res.Stale || count() != 0 {
+		t.Fatalf("an update older than the removal brought the frame back: %+v", res)
+	}
+}

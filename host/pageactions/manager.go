@@ -41,6 +41,9 @@ type Manager struct {
 
 	mu   sync.Mutex
 	tabs map[int]map[int]*frame // tab → frame → state
+	// orders is the latest Order applied per tab and frame, kept past a frame's
+	// removal so that a late update of a gone document cannot bring it back.
+	orders map[[2]int]int64
 
 	rates *originRates // page-initiated calls, per origin (frames.go)
 
@@ -67,7 +70,7 @@ type frame struct {
 
 // New makes a manager over a registry; br reaches the extension (nil: never).
 func New(reg *tools.Registry, br Browser, log zerolog.Logger) *Manager {
-	return &Manager{reg: reg, br: br, log: log, tabs: map[int]map[int]*frame{}, rates: newOriginRates(time.Now)}
+	return &Manager{reg: reg, br: br, log: log, tabs: map[int]map[int]*frame{}, orders: map[[2]int]int64{}, rates: newOriginRates(time.Now)}
 }
 
 // UpdateResult says which actions of the update are registered and which refused,
@@ -101,6 +104,10 @@ func (m *Manager) Update(p UpdateParams) (UpdateResult, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.newer(p.TabID, p.FrameID, p.Order) {
+		res.Stale = true
+		return res, nil
+	}
 	f, ok := m.frameFor(p)
 	if !ok {
 		res.Refused = refuseAll(p.Actions, CrossOriginReason)
@@ -247,13 +254,41 @@ func (f *frame) setSnapshot(s Snapshot) {
 	}
 }
 
+// newer reports whether order (0: unordered, always applies) is newer than what was
+// applied for the frame, and records it. Holds m.mu.
+func (m *Manager) newer(tab, fr int, order int64) bool {
+	if order <= 0 {
+		return true
+	}
+	k := [2]int{tab, fr}
+	if order <= m.orders[k] {
+		return false
+	}
+	m.orders[k] = order
+	return true
+}
+
 // Remove forgets a frame's actions (frame ≥ 0) or the whole tab's (frame < 0).
 func (m *Manager) Remove(tab, frameID int) int {
+	return m.RemoveOrdered(tab, frameID, 0)
+}
+
+// RemoveOrdered is Remove for the service worker's removal numbered order: one
+// older than an update already applied for the frame is dropped.
+func (m *Manager) RemoveOrdered(tab, frameID int, order int64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if frameID < 0 {
 		delete(m.tabs, tab)
+		for k := range m.orders {
+			if k[0] == tab {
+				delete(m.orders, k)
+			}
+		}
 		return m.reg.RemoveTab(tab)
+	}
+	if !m.newer(tab, frameID, order) {
+		return 0
 	}
 	if frames := m.tabs[tab]; frames != nil {
 		delete(frames, frameID)

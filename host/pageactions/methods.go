@@ -13,7 +13,7 @@ import (
 // RegisterMethods adds the extension → host methods of page actions:
 //
 //	page.actions.update  UpdateParams → UpdateResult
-//	page.actions.remove  {tab_id, frame_id?} → {removed}
+//	page.actions.remove  {tab_id, frame_id?, order?} → {removed}
 //	page.actions.execute {tab_id, frame_id, origin, name, arguments, trace_id?, depth?} → the tool result
 //	page.actions.list    {tab_id, frame_id, origin} → {tools, unavailable}
 //	page.ask             AskParams → AskResult (ferry.ask; ask.go)
@@ -41,8 +41,9 @@ func (m *Manager) update(ctx context.Context, p UpdateParams) (any, error) {
 }
 
 type removeParams struct {
-	TabID   int  `json:"tab_id"`
-	FrameID *int `json:"frame_id,omitempty"`
+	TabID   int   `json:"tab_id"`
+	FrameID *int  `json:"frame_id,omitempty"`
+	Order   int64 `json:"order,omitempty"`
 }
 
 func (m *Manager) remove(ctx context.Context, p removeParams) (any, error) {
@@ -50,7 +51,7 @@ func (m *Manager) remove(ctx context.Context, p removeParams) (any, error) {
 	if p.FrameID != nil {
 		frame = *p.FrameID
 	}
-	return map[string]int{"removed": m.Remove(p.TabID, frame)}, nil
+	return map[string]int{"removed": m.RemoveOrdered(p.TabID, frame, p.Order)}, nil
 }
 
 type executeParams struct {

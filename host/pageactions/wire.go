@@ -95,6 +95,11 @@ type UpdateParams struct {
 	// registration arrives, in order, however the requests interleave.
 	Doc string `json:"doc,omitempty"`
 	Seq int64  `json:"seq,omitempty"`
+	// Order is the service worker's own count of what it sent for frames (updates
+	// and removals), increasing across its restarts: the host, which handles
+	// requests concurrently, drops an update or a removal older than one it already
+	// applied for the same frame, whichever document it is of.
+	Order int64 `json:"order,omitempty"`
 	// Permissions are the page's own global flags (ferry.init({permissions})).
 	Permissions map[string]bool `json:"permissions,omitempty"`
 	Actions     []Decl          `json:"actions"`
