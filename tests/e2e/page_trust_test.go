@@ -21,6 +21,26 @@ import (
 )
 
 // leakServer serves testdata and records what reaches /leak (the attacker's endpoint).
+// One browser for the page API's trust boundary, in an order that matters: the
+// rate test spends the test server origin's page calls, and the policy
+// confirmation, which turns tools.confirm_writes on, runs last.
+func TestPageTrustBoundary(t *testing.T) {
+	s := start(t, 240*time.Second)
+	srv, leaks := leakServer(t)
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, *session, *httptest.Server, func() []string)
+	}{
+		{"a cross-origin frame gets nothing", crossOriginFrame},
+		{"seed 002's page API", seed002PageAPI},
+		// spends the origin's rate of page calls: after every other ferry.execute
+		{"bounded declarations and page rates", boundedDeclarations},
+		{"a page's own yes never stands in for the policy", policyConfirmation},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, s, srv, leaks) })
+	}
+}
+
 func leakServer(t *testing.T) (*httptest.Server, func() []string) {
 	t.Helper()
 	var mu sync.Mutex
@@ -36,9 +56,7 @@ func leakServer(t *testing.T) (*httptest.Server, func() []string) {
 	return loopbackServer(t, mux), func() []string { mu.Lock(); defer mu.Unlock(); return append([]string{}, leaks...) }
 }
 
-func TestCrossOriginFrameGetsNothing(t *testing.T) {
-	s := start(t, 90*time.Second)
-	srv, leaks := leakServer(t)
+func crossOriginFrame(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
 	page, tab := s.openTab(srv.URL + "/pageactions/bank.html")
 	waitPageTools(t, s, tab, 1)
 	deadline := time.Now().Add(20 * time.Second)
@@ -81,10 +99,8 @@ func TestCrossOriginFrameGetsNothing(t *testing.T) {
 // A page that answers its own confirmation yes: that decides for the action's own
 // confirm: true, never for the person's policy (tools.confirm_writes), which with no
 // side panel open is a denial; nothing runs.
-func TestPageConfirmationNeverStandsInForThePolicy(t *testing.T) {
-	s := start(t, 90*time.Second)
-	srv, _ := leakServer(t)
-	page, tab := s.openTab(srv.URL + "/pageactions/guarded.html")
+func policyConfirmation(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
+	page, tab := s.openTab(srv.URL + "/pageactions/guarded.html?policy")
 	waitPageTools(t, s, tab, 10)
 	call := func() toolResult {
 		var r toolResult
@@ -107,9 +123,7 @@ func TestPageConfirmationNeverStandsInForThePolicy(t *testing.T) {
 	}
 }
 
-func TestBoundedDeclarationsAndPageRates(t *testing.T) {
-	s := start(t, 120*time.Second)
-	srv, _ := leakServer(t)
+func boundedDeclarations(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
 	page, tab := s.openTab(srv.URL + "/pageactions/guarded.html")
 	// 84 declared: the first 64 count (the bound), of which the three builtin-like
 	// names are refused: 61 offered.
@@ -154,9 +168,7 @@ func TestBoundedDeclarationsAndPageRates(t *testing.T) {
 	}
 }
 
-func TestSeed002PageAPI(t *testing.T) {
-	s := start(t, 90*time.Second)
-	srv, _ := leakServer(t)
+func seed002PageAPI(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
 	page, tab := s.openTab(srv.URL + "/pageactions/seed002.html")
 	waitPageTools(t, s, tab, 3)
 	call := func(name string, args map[string]any) toolResult {
