@@ -1,6 +1,6 @@
 // window.ferry: the page API, injected by the extension into the MAIN world of
 // http(s) pages at document_start, before the page's own scripts. It keeps the
-// page's declared actions (both dialects of the seeds), the page's WebMCP tools
+// page's declared actions (the list and the shorthand dialects), the page's WebMCP tools
 // (page/webmcp.js: the browser's own modelContext, or Ferry's shim) and a
 // wu-framework app's actions, runs them when the host asks, and talks to the
 // extension's isolated-world bridge (content/bridge.js) over a MessageChannel port
@@ -477,7 +477,7 @@
     return v.content;
   }
 
-  // ---- what the page can ask of its own page API: seed 002's stats ----
+  // ---- what the page can ask of its own page API: its stats ----
   const log = []; // the last MAX_LOG successful executions
   let deniedCount = 0;
   let errorCount = 0;
@@ -650,7 +650,7 @@
       schedule(0);
       return n;
     },
-    // Seed 002's init: the store the sandboxed api reads and writes, and the page's
+    // The store the shorthand dialect's sandboxed api reads and writes, and the page's
     // own global flags (readStore and emitEvents on, writeStore off unless turned
     // on here). The host takes the flags as this page's, under its own policy.
     init({ store: s, permissions } = {}) {
@@ -673,7 +673,7 @@
       declared = true;
       return ask('TOOLS', {});
     },
-    // Seed 002's stats: the actions registered, the executions logged (the last 100,
+    // The page's stats: the actions registered, the executions logged (the last 100,
     // in memory only), the confirmations waiting for an answer, denials and errors.
     getStats() {
       let pending = 0;

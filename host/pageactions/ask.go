@@ -52,7 +52,7 @@ func init() {
 	})
 	config.Register(config.Setting{
 		Key: SettingWriteStore, Default: "true", Validate: config.OneOf("true", "false"),
-		Description: "page actions may write their page's store (seed 002's setState) when their page turned writeStore on with " +
+		Description: "page actions may write their page's store (the shorthand dialect's setState) when their page turned writeStore on with " +
 			"ferry.init({permissions: {writeStore: true}}) and the action lists writeStore in its permissions; false withholds it from every page",
 	})
 }

@@ -155,7 +155,7 @@ func (m *Manager) setting(key string) string {
 	return a.deps.Settings.Snapshot(context.Background()).String(key)
 }
 
-// deniedCodes are the host's refusals a page hears about as denied (seed 002's
+// deniedCodes are the host's refusals a page hears about as denied (the shorthand dialect's
 // ai:action:denied): the call was refused before the page was asked to run it.
 var deniedCodes = map[tools.Code]bool{
 	tools.CodeInvalidParams: true, tools.CodeActionUnavailable: true, tools.CodePermissionDenied: true,

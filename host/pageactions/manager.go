@@ -374,7 +374,7 @@ func actionSchema(d Decl) (*tools.Schema, error) {
 }
 
 // withObjectType adds "type": "object" to a schema object that has no type and no
-// $schema, so that it reads as a schema rather than seed 002's shorthand.
+// $schema, so that it reads as a schema rather than the shorthand dialect.
 func withObjectType(raw json.RawMessage) json.RawMessage {
 	var root map[string]json.RawMessage
 	t := bytes.TrimSpace(raw)

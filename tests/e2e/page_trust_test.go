@@ -4,7 +4,8 @@ package e2e
 // judged by effect: a cross-origin frame gets nothing of its top page and runs
 // nothing in its name; a page's own "yes" never stands in for the person's policy;
 // a page cannot declare without bounds or take a builtin's name; a page's own loop
-// is rate-limited; seed 002's page API works as the seed describes.
+// is rate-limited; the shorthand dialect's page API (init, sandboxed api, denied,
+// causes, stats) works as documented.
 
 import (
 	"encoding/json"
@@ -32,7 +33,7 @@ func TestPageTrustBoundary(t *testing.T) {
 		fn   func(*testing.T, *session, *httptest.Server, func() []string)
 	}{
 		{"a cross-origin frame gets nothing", crossOriginFrame},
-		{"seed 002's page API", seed002PageAPI},
+		{"the shorthand dialect's page API", shorthandPageAPI},
 		// spends the origin's rate of page calls: after every other ferry.execute
 		{"bounded declarations and page rates", boundedDeclarations},
 		{"a page's own yes never stands in for the policy", policyConfirmation},
@@ -168,15 +169,15 @@ func boundedDeclarations(t *testing.T, s *session, srv *httptest.Server, leaks f
 	}
 }
 
-func seed002PageAPI(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
-	page, tab := s.openTab(srv.URL + "/pageactions/seed002.html")
+func shorthandPageAPI(t *testing.T, s *session, srv *httptest.Server, leaks func() []string) {
+	page, tab := s.openTab(srv.URL + "/pageactions/shorthand.html")
 	waitPageTools(t, s, tab, 3)
 	call := func(name string, args map[string]any) toolResult {
 		var r toolResult
 		s.must("tools.call", map[string]any{"name": name, "arguments": args, "tab_id": tab}, &r)
 		return r
 	}
-	// The seed's setTheme: the page's own writeStore, no host setting needed.
+	// setTheme: the page's own writeStore, no host setting needed.
 	if r := call("setTheme", map[string]any{"theme": "dark"}); !r.Success {
 		t.Fatalf("setTheme with the page's writeStore on: %+v", r)
 	}

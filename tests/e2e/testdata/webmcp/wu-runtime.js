@@ -1,5 +1,5 @@
 // A small stand-in for the wu-framework runtime, written for these tests from the
-// public API seed 002 describes (window.wu with _isWuFramework; wu.ai.action,
+// public API as Ferry's own documents describe it (window.wu with _isWuFramework; wu.ai.action,
 // capability, removeApp, tools, execute, expose, confirmTool/rejectTool;
 // wu.aiReady; wu.on/emit; apps that mount and unmount). There is no wu-framework
 // package on npm to install; this is not its code, only its documented shape.

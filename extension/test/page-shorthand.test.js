@@ -1,4 +1,4 @@
-// Seed 002's page API and the page-action hops: what the page API sends and keeps
+// The shorthand dialect's page API and the page-action hops: what the page API sends and keeps
 // (page/ferry-main.js in a vm context) and what the service worker lets through
 // (background/pageactions.js with a fake host).
 import assert from 'node:assert/strict';
@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { createPageActions } from '../background/pageactions.js';
 import { fakeClient, fakeSWPort, loadPageAPI as load, pageSource as source, tick, wire } from '../testing/page-harness.js';
 
-describe('seed 002 page API', () => {
+describe('the shorthand dialect\'s page API', () => {
   it('refuses an action with neither a handler nor a target', () => {
     const { ferry } = load();
     assert.throws(() => ferry.action('nothing', { description: 'does nothing' }), /handler .* or a target/);
