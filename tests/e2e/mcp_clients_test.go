@@ -89,7 +89,9 @@ func TestMCPClientsOfTheEcosystem(t *testing.T) {
 		run := func(args ...string) []byte {
 			ctx, cancel := context.WithTimeout(s.ctx, 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, inspector, append([]string{"--cli", ferryBin, "mcp"}, args...)...)
+			// The Inspector starts the server with a few default variables only: the
+			// data directory is handed over explicitly.
+			cmd := exec.CommandContext(ctx, inspector, append([]string{"--cli", "-e", "FERRY_HOME=" + s.home, ferryBin, "mcp"}, args...)...)
 			cmd.Env = env
 			b, err := cmd.Output()
 			if err != nil {
