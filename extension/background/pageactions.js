@@ -1,7 +1,7 @@
 // Page actions in the service worker: one runtime port per frame from the
 // content-script bridges (content/bridge.js), routed to and from the host. Every
 // message of every hop, with its fields, is in protocol/PAGES.md; the names are in
-// lib/wire.js.
+// lib/wire-names.js (through lib/wire.js).
 //
 // Tab, frame and origin always come from the port's sender, never from the page.
 // A bridge reaches only the page.* methods, never the host at large. A frame whose

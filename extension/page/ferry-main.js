@@ -22,9 +22,9 @@
   const MAX_ROWS = 200; // records of one collection in a snapshot
   const MAX_LOG = 100; // executions kept for getStats()
   // The one name of the channel the page API knows by itself: the handshake's type
-  // (FerryWire.HANDSHAKE; a test holds them equal). The others (lib/wire.js) come
+  // (FerryWire.HANDSHAKE; a test holds them equal). The others (lib/wire-names.js) come
   // with the handshake from the bridge: Chrome injects a file into one world of a
-  // frame only, so the MAIN world cannot load lib/wire.js beside the bridge.
+  // frame only, so the MAIN world cannot load lib/wire-names.js beside the bridge.
   const HANDSHAKE = 'ferry:bridge-port';
   let T = {}; // message types (FerryWire.PAGE), from the handshake
   let OP = {}; // call operations (FerryWire.OP)

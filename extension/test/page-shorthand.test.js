@@ -77,7 +77,7 @@ describe('the shorthand dialect\'s page API', () => {
     assert.equal(got.record.id, 't1');
   });
 
-  it('knows the handshake by the name lib/wire.js gives it', () => {
+  it('knows the handshake by the name lib/wire-names.js gives it', () => {
     assert.match(source, new RegExp(`const HANDSHAKE = '${wire.HANDSHAKE}';`));
   });
 });

@@ -1,6 +1,6 @@
-// protocol/PAGES.md is held to lib/wire.js: every message type and method the
+// protocol/PAGES.md is held to lib/wire-names.js: every message type and method the
 // extension's parts share is in the document's tables, and the tables name nothing
-// the wire does not have. The page API and the bridge use only the names wire.js
+// the wire does not have. The page API and the bridge use only the names wire-names.js
 // gives (no stray string literals for message types).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -36,7 +36,7 @@ describe('protocol/PAGES.md', () => {
     });
   }
 
-  it('names the ports and the handshake as wire.js does', () => {
+  it('names the ports and the handshake as wire-names.js does', () => {
     assert.match(doc, new RegExp(`PAGE_PORT \\("${wire.PAGE_PORT}"\\)`));
     assert.match(doc, new RegExp(`\\(\`${wire.HANDSHAKE}\`\\)`));
   });

@@ -9,7 +9,7 @@ import vm from 'node:vm';
 const ext = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const pageSource = readFileSync(join(ext, 'page', 'ferry-main.js'), 'utf8');
 
-// The names the bridge hands over with the handshake (lib/wire.js, loaded apart as
+// The names the bridge hands over with the handshake (lib/wire-names.js, loaded apart as
 // the extension does: never in the page's world).
 export const wire = (() => {
   const c = vm.createContext({});
