@@ -11,6 +11,17 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// pageTools counts the page actions registered for a tab.
+func pageTools(reg *tools.Registry, tab int) int {
+	n := 0
+	for _, l := range reg.All(tab) {
+		if l.Source == tools.SourcePage {
+			n++
+		}
+	}
+	return n
+}
+
 func okRun(RunParams) RunResult {
 	return RunResult{OK: true, Ran: true, Result: json.RawMessage(`{"ok":1}`)}
 }
@@ -33,15 +44,7 @@ func TestUpdatesApplyInOrder(t *testing.T) {
 		}
 		return res
 	}
-	count := func() int {
-		n := 0
-		for _, l := range reg.All(9) {
-			if l.Source == tools.SourcePage {
-				n++
-			}
-		}
-		return n
-	}
+	count := func() int { return pageTools(reg, 9) }
 	up("d1", 3, 50)
 	if res := up("d1", 2, 49); !res.Stale || count() != 50 {
 		t.Fatalf("an older update applied over a newer one: stale %v, %d tools", res.Stale, count())
@@ -229,15 +232,7 @@ func TestPageWriteStoreIsThePagesDoubleGate(t *testing.T) {
 // whichever document it is of.
 func TestOlderUpdatesAndRemovalsDropped(t *testing.T) {
 	reg, m, _ := setup(t)
-	count := func() int {
-		n := 0
-		for _, l := range reg.All(9) {
-			if l.Source == tools.SourcePage {
-				n++
-			}
-		}
-		return n
-	}
+	count := func() int { return pageTools(reg, 9) }
 	up := func(doc string, order int64, ids ...string) UpdateResult {
 		var ds []Decl
 		for _, id := range ids {
