@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
+	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/control"
 	"github.com/ferryhq/ferry/host/toolbox"
@@ -62,7 +63,9 @@ func cmdMCP(args []string, stdout, stderr io.Writer) int {
 	s := &mcpServer{dataDir: dataDir, pid: *hostPID, db: db, settings: config.NewLive(db, nil), log: log, stderr: stderr, current: map[string]string{}}
 	defer s.closeBackend()
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "ferry", Title: "Ferry", Version: buildinfo.Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions,
+		// The tools' shared words (tab_id, refs and selectors, approvals) are said once,
+		// as the agent's system prompt says them, not in every tool's description.
+		&mcp.ServerOptions{Instructions: mcpInstructions + "\n\n" + agent.ToolGuide,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
 	s.addMetaTools()
 	ctx, cancel := context.WithCancel(context.Background())

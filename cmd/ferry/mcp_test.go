@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/control"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
@@ -108,6 +109,9 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) map[st
 func TestMCPWithoutHost(t *testing.T) {
 	home := t.TempDir()
 	cs, stderr := mcpSession(t, home, nil)
+	if ir := cs.InitializeResult(); ir == nil || !strings.Contains(ir.Instructions, agent.ToolGuide) {
+		t.Errorf("the instructions lack what the tools share (agent.ToolGuide): %+v", ir)
+	}
 	names := toolNames(t, cs)
 	for _, want := range []string{"list_tasks", "create_task", "ferry_bind_tab", "ferry_list_tabs", "list_tabs", "web_fetch"} {
 		if names[want] == nil && want != "web_fetch" {

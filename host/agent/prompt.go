@@ -19,6 +19,18 @@ Read a failure's code before you act on it:
 
 For a job of several steps, keep a task list with create_task and update_task, and mark each task as you finish it. Prefer a page's own declared actions over imitating clicks. Never invent results you did not observe; say what you could not do. When the job is done, answer the user directly and concisely, in the language they wrote in.`
 
+// ToolGuide says once what many tools share, so that their definitions, sent with
+// every request, need not each say it. `ferry mcp` gives it to outside agents as
+// its instructions. It is the same bytes on every turn (providers cache the prompt).
+const ToolGuide = `# How the tools work
+
+- tab_id is a tab's id from list_tabs. Left out, it is the tab this conversation or session is bound to, else the active tab.
+- An element is given by ref or by selector, not both: a ref (e12) from the tab's latest browser_snapshot (after the page changes, take a new one), or a CSS selector, such as a ⟨…⟩ mark of get_tab_content.
+- prompt (web_fetch, get_tab_content): the model summarises the content following it. max_length cuts the content; truncated says so.
+- Workspace paths (opfs_*) are relative to its root, /-separated, case-sensitive; folders exist through their files. A write keeps the old content as a version, so it can be undone.
+- Tasks belong to this conversation (outside one, to the conversation "default").
+- The person's settings decide which calls wait for their approval (writes, page scripts on sites they did not allow, file:// and private addresses) and what is off (navigating a tab that is open already); web_fetch refuses private addresses.`
+
 const noBrowser = `No browser is connected to this session: the tools that act on tabs and pages are not available. Work with the host's own tools (web search, web fetch, the workspace, the task list), and say so if the job needs a browser.`
 
 // system builds the system prompt of one turn: the built-in text, what this run is
@@ -26,6 +38,7 @@ const noBrowser = `No browser is connected to this session: the tools that act o
 func (r *Run) system(ctx context.Context) string {
 	var b strings.Builder
 	b.WriteString(builtinPrompt)
+	b.WriteString("\n\n" + ToolGuide)
 	if r.m.opts.Browser == nil || !r.m.opts.Browser() {
 		b.WriteString("\n\n")
 		b.WriteString(noBrowser)

@@ -191,8 +191,8 @@ func TestToolsAndKinds(t *testing.T) {
 		if got := l.Kind == tools.KindWrite; got != writes[l.Name] {
 			t.Errorf("%s kind %s", l.Name, l.Kind)
 		}
-		if l.Description == "" || !strings.Contains(string(l.Parameters), "description") && l.Name != "browser_screenshot" {
-			t.Errorf("%s lacks descriptions", l.Name)
+		if l.Description == "" {
+			t.Errorf("%s lacks a description", l.Name)
 		}
 	}
 }

@@ -47,15 +47,10 @@ const captureWait = 60 * time.Second
 // The pipeline's bound covers the capture and a model call for prompt.
 const contentTimeout = 3 * time.Minute
 
-const contentDescription = "Read a tab's page as the browser has rendered it (dynamic content included, hidden elements left out; " +
-	"open shadow roots and same-origin frames included) as Markdown. web_fetch makes a new HTTP request instead. " +
-	"Without selector the page's main content is picked and used_selector says which element it was. " +
-	"The Markdown carries short CSS selectors in ⟨…⟩ marks that you can pass back as selector here, or to browser_click, " +
-	"browser_type, browser_select and browser_scroll: a mark at the end of a line addresses that heading or paragraph " +
-	"(\"## Pricing ⟨#pricing⟩\"); a mark right after a link or form control addresses it (\"[Buy](/buy)⟨#buy⟩\", " +
-	"\"[input name=q value=\\\"shoes\\\"]⟨#q⟩\"); a line holding only a mark addresses the block that follows (a section, list, table, form). " +
-	"Form controls show as [input …], [textarea …], [select … options=[…]], [button text=…], [checkbox … checked]; frames as [frame src=…] … [/frame]. " +
-	"With prompt, the content is summarised by the model following the prompt."
+const contentDescription = "Read a tab's page as rendered (dynamic content, open shadow roots and same-origin frames in; hidden elements out) " +
+	"as Markdown; web_fetch makes a new request instead. Without selector, the main content is read (used_selector names it). " +
+	"A ⟨selector⟩ mark addresses what it ends: a heading or paragraph line (\"## Pricing ⟨#pricing⟩\"), " +
+	"the link or control before it (\"[Buy](/buy)⟨#buy⟩\"); alone on a line, the block below."
 
 func (d Deps) getTabContent() tools.Tool {
 	return tools.Tool{
@@ -63,9 +58,9 @@ func (d Deps) getTabContent() tools.Tool {
 		Description: contentDescription,
 		Parameters: json.RawMessage(`{"type":"object","properties":{
   "tab_id":` + tabIDOptional + `,
-  "selector":{"type":"string","minLength":1,"description":"CSS selector of the part to read, e.g. one from a ⟨…⟩ mark of an earlier call; default: the main content"},
-  "prompt":{"type":"string","minLength":1,"description":"when given, what to extract or summarise; the model's answer is returned as content"},
-  "max_length":{"type":"integer","minimum":1,"description":"maximum characters of content; longer content is cut and truncated is true (default: the setting ` + SettingContentMaxLength + `, 100000)"}
+  "selector":{"type":"string","minLength":1},
+  "prompt":{"type":"string","minLength":1},
+  "max_length":{"type":"integer","minimum":1}
 },"additionalProperties":false}`),
 		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: contentTimeout,
 		Available: d.available,

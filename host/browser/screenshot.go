@@ -81,8 +81,8 @@ const (
 func (d Deps) screenshot() tools.Tool {
 	return tools.Tool{
 		Name: "browser_screenshot",
-		Description: "Take a screenshot of the visible part of a tab (JPEG). You receive it as an image. " +
-			"Prefer browser_snapshot or get_tab_content to find elements and read text: an image costs far more.",
+		Description: "A screenshot of the tab's visible part, as an image (JPEG). It costs far more than browser_snapshot " +
+			"or get_tab_content: use those to find elements and read text.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"tab_id":` + tabIDOptional + `},"additionalProperties":false}`),
 		Source:     tools.SourceBuiltin, Kind: tools.KindRead, Timeout: toolTimeout(shotTries * callTimeout),
 		Available: d.available,

@@ -47,17 +47,16 @@ func (a *scriptArgs) tab(call *tools.Call) (int, bool) {
 func (d Deps) executeScript() tools.Tool {
 	return tools.Tool{
 		Name: "execute_script",
-		Description: "Run JavaScript and return its value (JSON-safe: depth ≤ 10, ≤ 1 MiB; DOM nodes described) and type. " +
-			"target \"page\" runs in the page's own JavaScript world (the MAIN world, sharing window with the page): read or change the DOM, " +
-			"call the page's functions, read its variables; a person confirms it unless they allowed scripts for that site. " +
-			"target \"sandbox\" runs in an isolated extension sandbox with no DOM, no page and no extension APIs: pure computation. " +
-			"The code is the body of an async function: use return for the value, await is allowed. " +
-			"A script that throws fails with its message and stack. At the timeout a sandbox script is stopped; a page script cannot be, and may go on.",
+		Description: "Run JavaScript, the body of an async function (return the value; await works), and get its value, JSON-safe " +
+			"(depth ≤ 10, ≤ 1 MiB; DOM nodes described), and type. target page: in the page's MAIN world, sharing its window " +
+			"(DOM, the page's functions and variables); the person confirms it unless they allowed scripts on that site. " +
+			"target sandbox: isolated, no DOM or APIs, pure computation. A throw fails with its message and stack. " +
+			"At the timeout a sandbox script is stopped; a page script may go on.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
-  "code":{"type":"string","minLength":1,"description":"JavaScript: the body of an async function; return the value you want"},
-  "target":{"type":"string","enum":["page","sandbox"],"description":"page: in the tab's page (MAIN world); sandbox: isolated, no DOM"},
-  "tab_id":{"type":"integer","minimum":0,"description":"for target page: the tab; default: the tab the conversation belongs to, else the active tab. Ignored for sandbox"},
-  "timeout_seconds":{"type":"integer","minimum":1,"maximum":120,"default":30,"description":"how long the script may run"}
+  "code":{"type":"string","minLength":1},
+  "target":{"type":"string","enum":["page","sandbox"]},
+  "tab_id":{"type":"integer","minimum":0,"description":"target page only"},
+  "timeout_seconds":{"type":"integer","minimum":1,"maximum":120,"default":30}
 },"required":["code","target"],"additionalProperties":false}`),
 		Source:    tools.SourceBuiltin,
 		Kind:      tools.KindWrite,

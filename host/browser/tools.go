@@ -16,65 +16,61 @@ import (
 func Tools(d Deps) []tools.Tool {
 	ts := []tools.Tool{
 		d.pass("list_tabs", "browser.tabs.list", tools.KindRead, callTimeout, false,
-			"List the browser's open tabs with their tab_id, window_id, URL, title, and whether each is active, audible or loading. "+
-				"Filters combine: url_pattern and title_pattern are JavaScript regular expressions matched case-insensitively.",
+			"List the open tabs (tab_id, window_id, url, title, active, audible, loading). Every argument given filters: "+
+				"the patterns are JavaScript regular expressions, case-insensitive; active and audible keep the tabs whose flag is the same.",
 			`{"type":"object","properties":{
-  "url_pattern":{"type":"string","minLength":1,"description":"regular expression the tab's URL must match (case-insensitive), e.g. \"github\\\\.com/.*/pull\""},
-  "title_pattern":{"type":"string","minLength":1,"description":"regular expression the tab's title must match (case-insensitive)"},
-  "active":{"type":"boolean","description":"true: only the active tab of each window; false: only the others"},
-  "window_id":{"type":"integer","description":"only tabs of this window"},
-  "audible":{"type":"boolean","description":"true: only tabs playing sound"}
+  "url_pattern":{"type":"string","minLength":1},
+  "title_pattern":{"type":"string","minLength":1},
+  "active":{"type":"boolean"},
+  "window_id":{"type":"integer"},
+  "audible":{"type":"boolean"}
 },"additionalProperties":false}`),
 		d.openTab(),
 		d.pass("close_tab", "browser.tabs.close", tools.KindWrite, callTimeout, false,
-			"Close a tab. Unsaved work in the page is lost.",
+			"Close a tab; unsaved work in it is lost.",
 			`{"type":"object","properties":{"tab_id":`+tabIDRequired+`},"required":["tab_id"],"additionalProperties":false}`),
 		d.pass("activate_tab", "browser.tabs.activate", tools.KindRead, callTimeout, false,
-			"Make a tab the active one of its window and focus that window, so the person sees it.",
+			"Make a tab active and focus its window, so the person sees it.",
 			`{"type":"object","properties":{"tab_id":`+tabIDRequired+`},"required":["tab_id"],"additionalProperties":false}`),
 		d.getTabContent(),
 		d.executeScript(),
 		d.pass("browser_snapshot", "browser.page.snapshot", tools.KindRead, callTimeout, true,
-			"Take a snapshot of the page's interactive elements and landmarks as a compact tree, one line each, indented by depth, "+
-				`e.g. '- button "Add to cart" [ref=e12]'. Pass a ref (e12) to browser_click, browser_type, browser_select or browser_scroll. `+
-				"Refs belong to the latest snapshot of the tab: after the page changes, take a new one. Use get_tab_content to read text.",
+			"The page's interactive elements and landmarks as an indented tree, one a line, with the refs the element tools take: "+
+				`'- button "Add to cart" [ref=e12]'. To read text, use get_tab_content.`,
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
-  "max_depth":{"type":"integer","minimum":1,"maximum":100,"default":25,"description":"deepest nesting level shown"},
-  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"most elements listed; truncated is true when the page has more"}
+  "max_depth":{"type":"integer","minimum":1,"maximum":100,"default":25},
+  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"more makes truncated true"}
 },"additionalProperties":false}`),
 		element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
-			"Click an element. Give ref or selector, one of them: a ref from the latest browser_snapshot, or a CSS selector (from get_tab_content's ⟨…⟩ marks, say). "+
-				"A disabled, hidden or covered element is not clicked: the reason says which.",
+			"Click an element. A disabled, hidden or covered one is not clicked: the reason says which.",
 			elementParams(``, nil)), true),
 		element(sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
-			"Type text into an input, a textarea or a contenteditable element. Give ref or selector, one of them: a ref from the latest browser_snapshot or a CSS selector. "+
-				"It fires the input and change events that page frameworks listen to. Returns the field's value afterwards (masked for password and other secret fields).",
+			"Type into an input, textarea or contenteditable element, firing the input and change events frameworks listen to; "+
+				"returns the field's value (masked in secret fields).",
 			elementParams(`,
-  "text":{"type":"string","description":"the text to type"},
-  "clear":{"type":"boolean","default":true,"description":"replace what the field holds (true) or append to it (false)"},
-  "submit":{"type":"boolean","default":false,"description":"press Enter afterwards, which submits most forms"}`, []string{"text"}))), true),
+  "text":{"type":"string"},
+  "clear":{"type":"boolean","default":true,"description":"false appends"},
+  "submit":{"type":"boolean","description":"press Enter after"}`, []string{"text"}))), true),
 		element(d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
-			"Choose options of a <select>. Give ref or selector, one of them: a ref from the latest browser_snapshot or a CSS selector. "+
-				"values are the options' values or visible texts; several only for a multiple select.",
+			"Choose options of a <select> by value or visible text; several only in a multiple select.",
 			elementParams(`,
-  "values":{"type":"array","items":{"type":"string"},"minItems":1,"description":"the options to select, by value or visible text"}`, []string{"values"})), true),
+  "values":{"type":"array","items":{"type":"string"},"minItems":1}`, []string{"values"})), true),
 		element(d.pass("browser_scroll", "browser.page.scroll", tools.KindRead, callTimeout, true,
-			"Scroll the page by a number of pixels, or scroll an element into view: give ref or selector, at most one of them (a ref from the latest browser_snapshot, or a CSS selector). "+
-				"Returns the new scroll position.",
+			"Scroll the page by pixels, or an element into view (ref or selector); returns the scroll position.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,`+refAndSelector+`,
-  "pixels":{"type":"integer","minimum":1,"maximum":100000,"default":500,"description":"how far to scroll when no element is given"},
+  "pixels":{"type":"integer","minimum":1,"maximum":100000,"default":500},
   "direction":{"type":"string","enum":["down","up","left","right"],"default":"down"}
 },"additionalProperties":false}`), false),
 		d.screenshot(),
 		d.navigate(),
 		d.pass("browser_console", "browser.page.console", tools.KindRead, callTimeout, true,
-			"The last 30 console messages of the tab's page (level, text, time): errors and warnings help explain a page that misbehaves.",
+			"The page's last 30 console messages (level, text, time): errors and warnings explain a page that misbehaves.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
 		d.pass("browser_network", "browser.page.network", tools.KindRead, callTimeout, true,
-			"The last 30 network requests of the tab's page: URL, method, type, status, duration.",
+			"The page's last 30 network requests: URL, method, type, status, duration.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
 		d.pass("browser_info", "browser.page.info", tools.KindRead, callTimeout, true,
-			"The tab's URL, title, viewport size, scroll position and ready state (loading, interactive, complete).",
+			"The tab's URL, title, viewport size, scroll position and ready state.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
 	}
 	d.bindDocuments(ts)
@@ -82,12 +78,14 @@ func Tools(d Deps) []tools.Tool {
 }
 
 const (
-	tabIDRequired = `{"type":"integer","minimum":0,"description":"the tab's id, from list_tabs"}`
-	tabIDOptional = `{"type":"integer","minimum":0,"description":"the tab's id, from list_tabs; default: the tab the conversation belongs to, else the active tab"}`
+	// What tab_id is and which tab it defaults to, what a ref or a selector is, is said
+	// once in the system prompt (agent.ToolGuide), not in every tool.
+	tabIDRequired = `{"type":"integer","minimum":0}`
+	tabIDOptional = tabIDRequired
 
 	refAndSelector = `
-  "ref":{"type":"string","pattern":"^e[0-9]+$","description":"an element ref from the latest browser_snapshot of this tab, e.g. e12"},
-  "selector":{"type":"string","minLength":1,"description":"a CSS selector of the element, e.g. one from get_tab_content's ⟨…⟩ marks"}`
+  "ref":{"type":"string","pattern":"^e[0-9]+$"},
+  "selector":{"type":"string","minLength":1}`
 )
 
 // elementParams is the schema of a tool acting on one element: ref and selector,
@@ -199,15 +197,14 @@ const maxLoadWait = 30 * time.Second
 func (d Deps) openTab() tools.Tool {
 	return tools.Tool{
 		Name: "open_tab",
-		Description: "Open a URL in a new tab, or in an existing tab when tab_id is given (that navigates the tab: off unless the person allowed it, setting " + SettingAllowNavigate + "). " +
-			"By default the tab becomes active and the call waits until the page has loaded, for at most 30 seconds (timed_out says when the wait was cut short; the page may still be loading). " +
-			"A file:// URL or an address on the person's own computer or network is opened only after they approve it, unless the setting " + SettingAllowPrivateHosts + " names it.",
+		Description: "Open a URL in a new tab, or navigate tab tab_id to it. The tab becomes active and the call waits for the load, " +
+			"at most 30 s (timed_out: still loading), unless active or wait_until_loaded is false.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{
-  "url":{"type":"string","pattern":` + urlPattern + `,"description":"the URL to open (http, https, file or about)"},
-  "tab_id":{"type":"integer","minimum":0,"description":"an existing tab to navigate instead of opening a new one"},
-  "active":{"type":"boolean","default":true,"description":"make the tab the active one"},
-  "window_id":{"type":"integer","description":"the window to open the tab in"},
-  "wait_until_loaded":{"type":"boolean","default":true,"description":"wait until the page has loaded (at most 30 s)"}
+  "url":{"type":"string","pattern":` + urlPattern + `},
+  "tab_id":` + tabIDRequired + `,
+  "active":{"type":"boolean"},
+  "window_id":{"type":"integer"},
+  "wait_until_loaded":{"type":"boolean"}
 },"required":["url"],"additionalProperties":false}`),
 		// Of kind read: opening a new tab changes nothing the person has; with a
 		// tab_id the assessment makes the call a write.
@@ -247,13 +244,11 @@ func (d Deps) openTab() tools.Tool {
 
 func (d Deps) navigate() tools.Tool {
 	return tools.Tool{
-		Name: "browser_navigate",
-		Description: "Navigate a tab: give url or action, one of them (a URL to load, or back, forward or reload). Off unless the person allowed it (setting " + SettingAllowNavigate + "); " +
-			"open_tab opens a URL in a new tab without it. A file:// URL or an address on the person's own computer or network asks them first, " +
-			"unless the setting " + SettingAllowPrivateHosts + " names it.",
+		Name:        "browser_navigate",
+		Description: "Load a URL in the tab (url), or go back, forward or reload (action): one of the two. To open a URL in a new tab, use open_tab.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"tab_id":` + tabIDOptional + `,
-  "url":{"type":"string","pattern":` + urlPattern + `,"description":"the URL to load in the tab (http, https, file or about)"},
-  "action":{"type":"string","enum":["back","forward","reload"],"description":"go back, forward, or reload, instead of a URL"}
+  "url":{"type":"string","pattern":` + urlPattern + `},
+  "action":{"type":"string","enum":["back","forward","reload"]}
 },"additionalProperties":false}`),
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,

@@ -62,8 +62,8 @@ const browserUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 
 const toolSchema = `{
   "type": "object",
   "properties": {
-    "query": {"type": "string", "minLength": 1, "description": "the search terms"},
-    "max_results": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5, "description": "how many results to return (default 5, at most 10)"}
+    "query": {"type": "string", "minLength": 1},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5}
   },
   "required": ["query"],
   "additionalProperties": false
@@ -90,12 +90,11 @@ func New(deps Deps) *Searcher {
 func Tools(deps Deps) []tools.Tool {
 	s := New(deps)
 	return []tools.Tool{{
-		Name: "web_search",
-		Description: "Search the web and return the top results as a list of {title, url, snippet}. " +
-			"Use web_fetch on a result's url to read the page itself.",
-		Parameters: json.RawMessage(toolSchema),
-		Source:     tools.SourceBuiltin,
-		Kind:       tools.KindRead,
+		Name:        "web_search",
+		Description: "Search the web: the top results as [{title, url, snippet}]. web_fetch reads a result's page.",
+		Parameters:  json.RawMessage(toolSchema),
+		Source:      tools.SourceBuiltin,
+		Kind:        tools.KindRead,
 		// The engine's own request may take the client's whole 30 s; Baidu's redirect
 		// links are resolved after it, hence the margin.
 		Timeout: 45 * time.Second,

@@ -57,19 +57,16 @@ func view(t storage.Task) Task {
 		UpdatedAt: t.UpdatedAt.UTC().Format("2006-01-02T15:04:05Z")}
 }
 
-const perConversation = ` Tasks belong to the current conversation; calls outside one (the command line) share the conversation "default".`
-
 // Tools returns the task tools.
 func Tools(deps Deps) []tools.Tool {
 	return []tools.Tool{{
-		Name: "create_task",
-		Description: "Add a task to this conversation's task list, to track progress through a multi-step job. It starts as pending." + perConversation +
-			` Returns the task: {"id", "subject", "description", "status", "updated_at"}.`,
+		Name:        "create_task",
+		Description: "Add a pending task to the conversation's task list, to track a job of several steps.",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "subject": {"type": "string", "minLength": 1, "description": "short title of the task"},
-    "description": {"type": "string", "description": "details: what done looks like"}
+    "subject": {"type": "string", "minLength": 1},
+    "description": {"type": "string", "description": "what done looks like"}
   },
   "required": ["subject"],
   "additionalProperties": false
@@ -93,16 +90,15 @@ func Tools(deps Deps) []tools.Tool {
 			return view(t), nil
 		},
 	}, {
-		Name: "update_task",
-		Description: "Change a task of this conversation: its status (pending, in_progress, completed), subject or description; give at least one." + perConversation +
-			` Returns the task: {"id", "subject", "description", "status", "updated_at"}.`,
+		Name:        "update_task",
+		Description: "Change a task's status, subject or description (one at least).",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "task_id": {"type": ["string", "integer"], "description": "the task's id, as create_task or list_tasks gave it"},
+    "task_id": {"type": ["string", "integer"]},
     "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
-    "subject": {"type": "string", "minLength": 1, "description": "new title"},
-    "description": {"type": "string", "description": "new description"}
+    "subject": {"type": "string", "minLength": 1},
+    "description": {"type": "string"}
   },
   "required": ["task_id"],
   "additionalProperties": false
@@ -135,12 +131,11 @@ func Tools(deps Deps) []tools.Tool {
 			return view(t), nil
 		},
 	}, {
-		Name: "list_tasks",
-		Description: "List this conversation's tasks in the order they were created." + perConversation +
-			` Returns {"tasks": [{"id", "subject", "description", "status", "updated_at"}], "summary"}.`,
-		Parameters: json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
-		Source:     tools.SourceBuiltin,
-		Kind:       tools.KindRead,
+		Name:        "list_tasks",
+		Description: "List the conversation's tasks, oldest first, and a summary.",
+		Parameters:  json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
+		Source:      tools.SourceBuiltin,
+		Kind:        tools.KindRead,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			ts, err := deps.Store.ListTasks(ctx, conversation(call))
 			if err != nil {

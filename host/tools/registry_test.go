@@ -283,9 +283,17 @@ func TestListingTokensAndAvailability(t *testing.T) {
 	if len(avail) != 1 || avail[0].Name != "b" || len(unavail) != 1 || unavail[0] != (Unavailable{"a", "list full"}) {
 		t.Fatalf("%+v %+v", avail, unavail)
 	}
-	def := `{"name":"b","description":"second","parameters":{"type":"object","properties":{},"additionalProperties":false}}`
-	if avail[0].Tokens != (len(def)+3)/4 {
+	def := `{"type":"function","function":{"name":"b","description":"second","parameters":{"type":"object","properties":{},"additionalProperties":false}}}`
+	if got := string(OpenAIDefinition("b", "second", avail[0].Parameters)); got != def {
+		t.Fatalf("definition %s", got)
+	}
+	if avail[0].Tokens != EstimateTokens([]byte(def)) || avail[0].Tokens != (len(def)*20+84)/85 {
 		t.Fatalf("tokens %d for %d bytes", avail[0].Tokens, len(def))
+	}
+	// A character outside ASCII counts for less than its bytes: CJK runs near a token
+	// a character in o200k_base, not three.
+	if n := EstimateTokens([]byte("搜索商品")); n != 4 {
+		t.Fatalf("four CJK characters estimated %d tokens", n)
 	}
 }
 

@@ -146,12 +146,11 @@ type AskAnswer struct {
 // the tool's Check refuses it (a dependentRequired keyword would say it too, but not
 // every model vendor takes one).
 const askUserParams = `{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "properties": {
-    "question": {"type": "string", "minLength": 1, "description": "The question to ask the user"},
-    "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "description": "Choices to offer; when given, the question becomes a choice"},
-    "multiple": {"type": "boolean", "default": false, "description": "Allow choosing several options (only with options)"}
+    "question": {"type": "string", "minLength": 1},
+    "options": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+    "multiple": {"type": "boolean"}
   },
   "required": ["question"],
   "additionalProperties": false
@@ -167,7 +166,7 @@ const AskUserName = "ask_user"
 func AskUser(r *Registry) Tool {
 	return Tool{
 		Name:        AskUserName,
-		Description: "Ask the user a question and wait for the answer: free text, or a choice among options (several with multiple). Use it when a decision or a missing detail only the user can give blocks the task.",
+		Description: "Ask the user and wait for the answer: free text, or a choice among options (several with multiple). For a decision or detail only the user can give that blocks the task.",
 		Parameters:  json.RawMessage(askUserParams),
 		Source:      SourceBuiltin,
 		Kind:        KindRead,

@@ -120,16 +120,14 @@ type Result struct {
 func Tools(deps Deps) []tools.Tool {
 	return []tools.Tool{{
 		Name: "web_fetch",
-		Description: "Fetch a URL over HTTP(S) and return its content: the main text of an HTML page as Markdown " +
-			"(navigation, sidebars, footers and ads removed), JSON pretty-printed, plain text as is. " +
-			"With prompt, the content is summarised by the model following the prompt. " +
-			"Loopback, private and metadata addresses are refused unless allowed in fetch.allow_private_hosts.",
+		Description: "Fetch an http(s) URL: an HTML page's main text as Markdown (navigation, sidebars, footers and ads removed), " +
+			"JSON pretty-printed, plain text as is.",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "url": {"type": "string", "format": "uri", "description": "the http or https URL to fetch"},
-    "prompt": {"type": "string", "description": "when given, what to extract or summarise from the content; the model's answer is returned as content"},
-    "max_length": {"type": "integer", "minimum": 1, "description": "maximum characters of content to return; longer content is cut and truncated is true"}
+    "url": {"type": "string", "format": "uri"},
+    "prompt": {"type": "string"},
+    "max_length": {"type": "integer", "minimum": 1}
   },
   "required": ["url"],
   "additionalProperties": false

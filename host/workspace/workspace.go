@@ -131,20 +131,16 @@ type DeleteResult struct {
 	Bytes   int64    `json:"bytes"`
 }
 
-const pathRules = "Paths are relative to the workspace root (a leading / is optional), separated by /, case-sensitive; folders exist implicitly through the files in them."
-
 // Tools returns the workspace tools.
 func Tools(deps Deps) []tools.Tool {
 	return []tools.Tool{{
-		Name: "opfs_write",
-		Description: "Write a file to the workspace, creating or replacing it (the previous content is kept as a version so the write can be undone). " +
-			"content is text, or a data URL (data:<mime>;base64,<data>) for binary content, which is decoded and stored as bytes. " +
-			pathRules + ` Returns {"path", "size", "mime", "version", "created"}, and pruned_versions, pruned_bytes and a note when the workspace was full and the oldest earlier versions were dropped to make room.`,
+		Name:        "opfs_write",
+		Description: "Write a workspace file, creating or replacing it. content is text, or a data URL (data:<mime>;base64,<data>) for bytes.",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "description": "file path, like notes/todo.md"},
-    "content": {"type": "string", "description": "the file's content: text, or a data URL (data:image/png;base64,...) for binary data"}
+    "path": {"type": "string"},
+    "content": {"type": "string"}
   },
   "required": ["path", "content"],
   "additionalProperties": false
@@ -183,19 +179,17 @@ func Tools(deps Deps) []tools.Tool {
 		},
 	}, {
 		Name: "opfs_read",
-		Description: "Read a file from the workspace, a page at a time. mode auto (default) returns text files as text and binary files as a data URL; text or blob forces one. " +
-			fmt.Sprintf("Text pages by lines: offset is the first line (from 1), limit how many (default %d); a page holds at most %d characters, and a line longer than that is returned in parts, column (from 1) saying where inside the line to start. ", PageLines, MaxReadChars) +
-			fmt.Sprintf("Binary pages by bytes: offset is the first byte (from 0), limit how many (at most and by default %d). ", MaxReadBytes) +
-			`Returns {"path", "mode", "mime", "size", "offset", "truncated", "note"} with, for text, "content", "total_lines", "lines" (and "column"), for binary, "data_url" and "bytes"; ` +
-			`when the page does not reach the end of the file, "next_offset" (and "next_column") say where the next one starts, and the note says how to read on. ` + pathRules,
+		Description: "Read a workspace file, a page at a time: mode auto gives a text file as text, a binary one as a data URL; text or blob forces one. " +
+			fmt.Sprintf("Text pages by lines: offset from 1, limit (default %d), at most %d characters; column (from 1) starts inside a longer line. ", PageLines, MaxReadChars) +
+			fmt.Sprintf("Binary pages by bytes: offset from 0, limit at most %d. next_offset (and next_column) say where the next page starts.", MaxReadBytes),
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "description": "file path"},
-    "mode": {"type": "string", "enum": ["auto", "text", "blob"], "default": "auto", "description": "auto: text for text files, a data URL for binary ones; text or blob forces the form"},
-    "offset": {"type": "integer", "minimum": 0, "description": "text: first line to return, from 1; blob: first byte, from 0"},
-    "limit": {"type": "integer", "minimum": 1, "description": "text: how many lines (default 200); blob: how many bytes (at most 49152)"},
-    "column": {"type": "integer", "minimum": 1, "description": "text only: first character of the offset line to return, from 1; to read on inside a line longer than a page, as next_column says"}
+    "path": {"type": "string"},
+    "mode": {"type": "string", "enum": ["auto", "text", "blob"]},
+    "offset": {"type": "integer", "minimum": 0},
+    "limit": {"type": "integer", "minimum": 1},
+    "column": {"type": "integer", "minimum": 1}
   },
   "required": ["path"],
   "additionalProperties": false
@@ -225,13 +219,12 @@ func Tools(deps Deps) []tools.Tool {
 			return read(f, args)
 		},
 	}, {
-		Name: "opfs_list",
-		Description: "List a workspace folder's immediate contents (the root when path is omitted). " + pathRules +
-			` Returns {"path", "entries": [{"name", "type": "file"|"dir", "size", "modified"}]}; a folder's size is the total of the files under it, modified the newest.`,
+		Name:        "opfs_list",
+		Description: "List a workspace folder's entries (the root without path); a folder's size and modified are its files' total and newest.",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "default": "/", "description": "folder path; omitted or / for the root"}
+    "path": {"type": "string"}
   },
   "additionalProperties": false
 }`),
@@ -251,13 +244,12 @@ func Tools(deps Deps) []tools.Tool {
 			return out, nil
 		},
 	}, {
-		Name: "opfs_delete",
-		Description: "Delete a file, or a folder with everything in it, from the workspace. The root cannot be deleted. " + pathRules +
-			` Returns {"path", "removed": [paths], "files", "bytes"}.`,
+		Name:        "opfs_delete",
+		Description: "Delete a workspace file, or a folder and all in it (not the root).",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "path": {"type": "string", "description": "file or folder path"}
+    "path": {"type": "string"}
   },
   "required": ["path"],
   "additionalProperties": false
