@@ -33,23 +33,32 @@ func names(ns ...string) map[string]bool {
 	return m
 }
 
-// Every sub-agent gets the task tools, and none gets ask_user (a sub-agent works
-// without stopping the person) or agent (no recursion).
+// No sub-agent gets ask_user (a sub-agent works without stopping the person) or
+// agent (no recursion).
+var never = names("ask_user", "agent")
+
+// The tool sets the types are made of. pageReading only reads: it is the researcher's
+// view of the tabs.
 var (
-	taskTools      = []string{"create_task", "update_task", "list_tasks"}
-	workspaceTools = []string{"opfs_write", "opfs_read", "opfs_list", "opfs_delete"}
-	never          = names("ask_user", "agent")
+	taskTools   = []string{"create_task", "update_task", "list_tasks"}
+	pageReading = []string{"list_tabs", "get_tab_content", "browser_snapshot", "browser_info", "browser_screenshot"}
+	tabTools    = []string{"open_tab", "close_tab", "activate_tab"}
+	pageActing  = []string{"browser_click", "browser_type", "browser_select", "browser_scroll", "browser_navigate",
+		"browser_dialog", "browser_console", "browser_network", "execute_script"}
 )
 
-// SubAgentTypes are the types the agent tool accepts. Browser tools that are not
-// registered are simply absent from what a sub-agent is offered.
+// SubAgentTypes are the types the agent tool accepts. A researcher reads and changes
+// nothing: no tool of kind write, nothing that navigates or opens a tab, no workspace
+// and no task list (a test holds every tool it gets to kind read). A page_operator
+// manages tabs and works pages: the page's own declared actions too. Tools that are
+// not registered (no browser) are simply absent from what a sub-agent is offered.
 var SubAgentTypes = map[string]SubAgentType{
-	"researcher": {Name: "researcher", Purpose: "finding and reading information (read-only on the web)",
-		Tools: names(append(append([]string{"web_search", "web_fetch", "get_tab_content", "list_tabs", "open_tab", "close_tab"}, workspaceTools...), taskTools...)...)},
-	"page_operator": {Name: "page_operator", Purpose: "operating browser tabs and pages",
-		Tools: names(append(append([]string{"list_tabs", "open_tab", "close_tab", "activate_tab", "get_tab_content", "execute_script", "web_fetch"}, workspaceTools...), taskTools...)...),
+	"researcher": {Name: "researcher", Purpose: "searches and reads the web and the tabs; changes nothing",
+		Tools: names(append([]string{"web_search", "web_fetch"}, pageReading...)...)},
+	"page_operator": {Name: "page_operator", Purpose: "manages tabs, reads and works pages",
+		Tools: names(append(append(append(append([]string(nil), pageReading...), tabTools...), pageActing...), taskTools...)...),
 		Pages: true},
-	"general": {Name: "general", Purpose: "any sub-task (every tool)"},
+	"general": {Name: "general", Purpose: "every tool; the default"},
 }
 
 // SubAgentTypeNames lists the types in order, for messages and the schema.
@@ -150,11 +159,15 @@ type agentArgs struct {
 func Tool(m *Manager) tools.Tool {
 	types := SubAgentTypeNames()
 	var desc strings.Builder
-	desc.WriteString("Start a sub-agent with its own, separate context to carry out a self-contained sub-task, and get its final answer as the result. Several agent calls in one turn run at the same time. Give it everything it needs in prompt: it does not see this conversation. It cannot ask the user anything or start sub-agents of its own. Types:")
-	for _, n := range types {
-		fmt.Fprintf(&desc, " %s (%s);", n, SubAgentTypes[n].Purpose)
+	desc.WriteString("Start a sub-agent on a self-contained sub-task, in its own context, and get its final answer; calls in one turn run at once. " +
+		"It sees nothing of this conversation: put all it needs in prompt. It cannot ask the user or start sub-agents. type:")
+	for i, n := range types {
+		if i > 0 {
+			desc.WriteString(",")
+		}
+		fmt.Fprintf(&desc, " %s (%s)", n, SubAgentTypes[n].Purpose)
 	}
-	desc.WriteString(" the default is general.")
+	desc.WriteString(".")
 	enum, _ := json.Marshal(types)
 	return tools.Tool{
 		Name:        "agent",
@@ -162,10 +175,10 @@ func Tool(m *Manager) tools.Tool {
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
-    "prompt": {"type": "string", "minLength": 1, "description": "the sub-task, with every detail the sub-agent needs"},
-    "description": {"type": "string", "description": "a short label (a few words) shown to the user"},
-    "type": {"type": "string", "enum": ` + string(enum) + `, "default": "general", "description": "the kind of sub-agent"},
-    "tab_id": {"type": "integer", "description": "a tab the sub-agent is to work on"}
+    "prompt": {"type": "string", "minLength": 1},
+    "description": {"type": "string", "description": "a few words shown to the user"},
+    "type": {"type": "string", "enum": ` + string(enum) + `},
+    "tab_id": {"type": "integer", "description": "the tab it works on"}
   },
   "required": ["prompt"],
   "additionalProperties": false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/host/workspace"
 	"github.com/ferryhq/ferry/storage"
 )
 
@@ -58,10 +59,11 @@ func TestSubAgentTypesAndNoRecursion(t *testing.T) {
 	if out.Status != storage.RunCompleted {
 		t.Fatalf("outcome %+v", out)
 	}
-	// researcher: its list only (web_search, tasks); page_operator: tasks (no page
-	// tools are registered); general: everything but ask_user and agent.
+	// researcher: its list only (web_search; no task list, which it would write);
+	// page_operator: tasks (no page tools are registered); general: everything but
+	// ask_user and agent.
 	want := map[string][]string{
-		"researcher":    {"web_search", "create_task", "list_tasks", "update_task"},
+		"researcher":    {"web_search"},
 		"page_operator": {"create_task", "list_tasks", "update_task"},
 		"general":       {"web_search", "create_task", "echo", "poke", "broken"},
 	}
@@ -77,7 +79,7 @@ func TestSubAgentTypesAndNoRecursion(t *testing.T) {
 			}
 		}
 	}
-	if offered["researcher"]["echo"] || offered["page_operator"]["web_search"] {
+	if offered["researcher"]["echo"] || offered["researcher"]["create_task"] || offered["page_operator"]["web_search"] {
 		t.Errorf("filters let other tools through: %v / %v", offered["researcher"], offered["page_operator"])
 	}
 	// The parent's results: three answers and an INVALID_PARAMS naming the types.
@@ -277,5 +279,97 @@ func TestSchedulerQueueIsFair(t *testing.T) {
 	relA()
 	if s.active != 0 || len(s.queue) != 0 {
 		t.Fatalf("active %d, queue %d", s.active, len(s.queue))
+	}
+}
+
+// A researcher changes nothing, whatever it tries: judged by the effects (the
+// workspace, the task list, a write tool's own record), with a general sub-agent
+// making the same calls as the control that shows they would have written.
+func TestResearcherChangesNothing(t *testing.T) {
+	p := &fakeProvider{}
+	p.route = func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		if isSub(req) {
+			typ := "general"
+			if strings.Contains(req.System, "You are a researcher sub-agent") {
+				typ = "researcher"
+			}
+			if len(req.Messages) == 1 {
+				return call(
+					"opfs_write", `{"path":"notes/`+typ+`.md","content":"written by the `+typ+`"}`,
+					"opfs_delete", `{"path":"keep/`+typ+`.md"}`,
+					"create_task", `{"subject":"a task of the `+typ+`"}`,
+					"poke", `{"text":"poked by the `+typ+`"}`,
+					"web_search", `{"text":"ferry"}`,
+				)(ctx, req, onDelta)
+			}
+			return say(typ+" done")(ctx, req, onDelta)
+		}
+		if len(req.Messages) == 1 {
+			return call("agent", `{"prompt":"look around","type":"researcher"}`)(ctx, req, onDelta)
+		}
+		if len(req.Messages) == 3 {
+			return call("agent", `{"prompt":"look around","type":"general"}`)(ctx, req, onDelta)
+		}
+		return say("both done")(ctx, req, onDelta)
+	}
+	e := newEnv(t, p)
+	for _, tl := range workspace.Tools(workspace.Deps{Store: e.db}) {
+		if err := e.reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, f := range []string{"keep/researcher.md", "keep/general.md"} {
+		if _, err := e.db.WriteFile(ctx, f, []byte("the person's file"), "text/markdown"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeOrder.Lock()
+	writeOrder.seq = nil
+	writeOrder.Unlock()
+
+	r, out := e.send("have a look", "")
+	if out.Status != storage.RunCompleted {
+		t.Fatalf("outcome %+v", out)
+	}
+	// The researcher's calls were all refused but its search; it still answered.
+	var answered bool
+	for _, rq := range p.requests() {
+		if !strings.Contains(rq.System, "You are a researcher sub-agent") || len(rq.Messages) != 2+5 {
+			continue
+		}
+		answered = true
+		for i, m := range rq.Messages[2:] {
+			ok := strings.Contains(m.Content, `"success":true`)
+			if ok != (i == 4) {
+				t.Errorf("the researcher's call %d answered %s", i, m.Content)
+			}
+		}
+	}
+	if !answered {
+		t.Error("the researcher was never given its calls' results")
+	}
+
+	if _, err := e.db.ReadFile(ctx, "notes/researcher.md"); storage.KindOf(err) != storage.NotFound {
+		t.Errorf("the researcher wrote a file (read: %v)", err)
+	}
+	if f, err := e.db.ReadFile(ctx, "keep/researcher.md"); err != nil || string(f.Content) != "the person's file" {
+		t.Errorf("the researcher's delete: %v %q", err, f.Content)
+	}
+	if f, err := e.db.ReadFile(ctx, "notes/general.md"); err != nil || string(f.Content) != "written by the general" {
+		t.Errorf("the control: the general sub-agent's write: %v", err)
+	}
+	if _, err := e.db.ReadFile(ctx, "keep/general.md"); storage.KindOf(err) != storage.NotFound {
+		t.Errorf("the control: the general sub-agent's delete: %v", err)
+	}
+	tasks, err := e.db.ListTasks(ctx, r.ConversationID)
+	if err != nil || len(tasks) != 1 || tasks[0].Subject != "a task of the general" {
+		t.Errorf("the conversation's tasks: %+v %v", tasks, err)
+	}
+	writeOrder.Lock()
+	pokes := strings.Join(writeOrder.seq, ", ")
+	writeOrder.Unlock()
+	if pokes != "poked by the general" {
+		t.Errorf("poke ran for: %q", pokes)
 	}
 }
