@@ -99,6 +99,17 @@ func TestToolListBudget(t *testing.T) {
 		t.Errorf("ferry tools prints %d tokens, the real count is %d (%+.1f%%, margin %.0f%%): recalibrate tools.EstimateTokens", listed.Tokens, total, 100*off, 100*estimateMargin)
 	}
 
+	// README's figure is near the real one.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`all builtins together take about\s+([\d,]+)\s+tokens`).FindSubmatch(readme); m == nil {
+		t.Error("README does not say how many tokens the builtins take")
+	} else if n, _ := strconv.Atoi(strings.ReplaceAll(string(m[1]), ",", "")); n < total*9/10 || n > total*11/10 {
+		t.Errorf("README says the builtins take about %d tokens; they take %d", n, total)
+	}
+
 	// The table prints the same total, under the budget.
 	out, code = ferryCmd(t, home, "tools")
 	m := regexp.MustCompile(`(\d+) tools, about (\d+) tokens`).FindStringSubmatch(out)

@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -371,5 +374,38 @@ func TestResearcherChangesNothing(t *testing.T) {
 	writeOrder.Unlock()
 	if pokes != "poked by the general" {
 		t.Errorf("poke ran for: %q", pokes)
+	}
+}
+
+// README's table of sub-agent types names every type, and the researcher's tools
+// exactly.
+func TestSubAgentTypesREADME(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := regexp.MustCompile("^\\| `([a-z_]+)`( \\(the default\\))? \\|[^|]*\\|(.*)\\|$").FindStringSubmatch(line); m != nil {
+			rows[m[1]] = m[3]
+		}
+	}
+	for _, n := range SubAgentTypeNames() {
+		if _, ok := rows[n]; !ok {
+			t.Errorf("README has no row for the %s type", n)
+		}
+	}
+	var listed []string
+	for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(rows["researcher"], -1) {
+		listed = append(listed, m[1])
+	}
+	var want []string
+	for n := range SubAgentTypes["researcher"].Tools {
+		want = append(want, n)
+	}
+	sort.Strings(listed)
+	sort.Strings(want)
+	if strings.Join(listed, " ") != strings.Join(want, " ") {
+		t.Errorf("README's researcher tools %v, the table's %v", listed, want)
 	}
 }
