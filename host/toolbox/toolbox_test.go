@@ -10,21 +10,26 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The host's own tools compile their schemas on first use (a browser waits for the
-// host's first answer); this is where a builtin with a bad schema is caught.
-func TestBuiltinSchemasCompile(t *testing.T) {
-	dir := t.TempDir()
-	db, err := storage.Open(dir)
+// openToolbox opens the toolbox over a fresh database, closed when the test ends.
+func openToolbox(t *testing.T) *Toolbox {
+	t.Helper()
+	db, err := storage.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	tb, err := Open(db, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tb.Close()
-	all := tb.Registry.All(0)
+	t.Cleanup(func() { tb.Close() })
+	return tb
+}
+
+// The host's own tools compile their schemas on first use (a browser waits for the
+// host's first answer); this is where a builtin with a bad schema is caught.
+func TestBuiltinSchemasCompile(t *testing.T) {
+	all := openToolbox(t).Registry.All(0)
 	if len(all) < 20 {
 		t.Fatalf("only %d builtin tools registered", len(all))
 	}
@@ -40,16 +45,7 @@ func TestBuiltinSchemasCompile(t *testing.T) {
 // page_operator gets every browser tool (tabs, DOM, page interaction) and no web
 // or workspace tool; general gets all but ask_user and agent.
 func TestSubAgentTypesOverTheBuiltins(t *testing.T) {
-	db, err := storage.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tb, err := Open(db, zerolog.Nop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tb.Close()
+	tb := openToolbox(t)
 	kinds := map[string]tools.Kind{}
 	for _, l := range tb.Registry.All(0) {
 		kinds[l.Name] = l.Kind
