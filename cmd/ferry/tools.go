@@ -82,7 +82,7 @@ func cmdTools(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", name, l.Source, l.Kind, l.Tokens, desc)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\n%d tools, about %d tokens in every request that offers them all.\n", len(all), tools.TotalTokens(all))
+	fmt.Fprintf(stdout, "\n%d tools, about %d tokens (o200k_base, estimated) in every request that offers them all.\n", len(all), tools.TotalTokens(all))
 	for _, u := range unavail {
 		fmt.Fprintf(stdout, "Unavailable now: %s: %s\n", u.Name, u.Reason)
 	}

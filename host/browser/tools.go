@@ -39,7 +39,7 @@ func Tools(d Deps) []tools.Tool {
 				`'- button "Add to cart" [ref=e12]'. To read text, use get_tab_content.`,
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
   "max_depth":{"type":"integer","minimum":1,"maximum":100,"default":25},
-  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"more makes truncated true"}
+  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"truncated: the page has more"}
 },"additionalProperties":false}`),
 		element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
 			"Click an element. A disabled, hidden or covered one is not clicked: the reason says which.",
