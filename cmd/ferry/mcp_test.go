@@ -339,10 +339,12 @@ func TestMCPSchemasPortable(t *testing.T) {
 			t.Errorf("%s's declared schema is not portable:\n  %s\n  %s", tool.Name, strings.Join(problems, "\n  "), tool.Parameters)
 		}
 	}
-	// The element tools say in words what their schema no longer does, and the host
-	// still refuses both or neither before anything is asked or run.
-	if d := names["browser_click"].Description; !strings.Contains(d, "Give ref or selector") {
-		t.Errorf("browser_click's description does not say to give ref or selector: %s", d)
+	// The element tools' rule, one of ref and selector, is said in words where every
+	// client reads it (the server's instructions, from the tool guide) since their
+	// schema no longer says it, and the host still refuses both or neither before
+	// anything is asked or run.
+	if !strings.Contains(agent.ToolGuide, "by ref or by selector, not both") {
+		t.Errorf("the tool guide no longer says to give an element by ref or by selector, not both:\n%s", agent.ToolGuide)
 	}
 	for _, args := range []map[string]any{{}, {"ref": "e1", "selector": "#a"}} {
 		if res := callTool(t, cs, "browser_click", args); res["code"] != "INVALID_PARAMS" {
