@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -208,6 +210,8 @@ func (s *mcpServer) call(ctx context.Context, name string, args json.RawMessage,
 	if err != nil {
 		return tools.Result{}, err
 	}
+	// This process is the session: its repeats and rate are its own.
+	ctx = tools.WithSession(ctx, "mcp-"+strconv.Itoa(os.Getpid()))
 	return tb.Registry.Call(ctx, &tools.Call{Tool: name, Arguments: args, Caller: "mcp"}), nil
 }
 

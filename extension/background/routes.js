@@ -8,7 +8,7 @@ import { PANEL_PORT, STATUS_PORT } from '../lib/wire.js';
 export { STATUS_PORT };
 
 /** `ui` is the side panel router (background/ui.js); without it no panel port exists. */
-export function createRoutes(client, { ui, pages } = {}) {
+export function createRoutes(client, { ui, pages, dialogs } = {}) {
   const pagesOnly = [TIER_EXTENSION_PAGE];
   return {
     messages: {
@@ -21,6 +21,14 @@ export function createRoutes(client, { ui, pages } = {}) {
         tiers: pagesOnly,
         handle: () => client.snapshot(),
       },
+      // A page's dialog relay (content/dialog-relay.js): what its page's dialogs
+      // do, recorded for the browser tools of that tab and nothing more.
+      ...(dialogs && {
+        'page.dialog': {
+          tiers: [TIER_CONTENT_SCRIPT],
+          handle: (message, sender) => dialogs.notice(message?.dialog, sender),
+        },
+      }),
       'host.retry': {
         tiers: pagesOnly,
         handle: () => {

@@ -9,6 +9,7 @@ import { createHostClient } from '../lib/host-client.js';
 import { createDispatcher } from './dispatcher.js';
 import { createRoutes } from './routes.js';
 import { registerBrowserHandlers } from './browser/index.js';
+import { createDialogs } from './browser/dialogs.js';
 import { createUiRouter } from './ui.js';
 import { createPageActions } from './pageactions.js';
 
@@ -17,8 +18,10 @@ const client = createHostClient({
   clientVersion: chromeApi.manifestVersion(),
 });
 
-// The browser tools' hands: host → extension requests (protocol/BROWSER.md).
-registerBrowserHandlers(client, chromeApi);
+// The browser tools' hands: host → extension requests (protocol/BROWSER.md);
+// the pages' dialogs as their relays report them.
+const dialogs = createDialogs(chromeApi);
+registerBrowserHandlers(client, chromeApi, { dialogs });
 
 // Confirmations, ask_user and run events: to and from the side panel.
 const ui = createUiRouter({ client });
@@ -27,7 +30,7 @@ const ui = createUiRouter({ client });
 const pages = createPageActions(client, chromeApi);
 pages.register();
 
-const dispatcher = createDispatcher(createRoutes(client, { ui, pages }), {
+const dispatcher = createDispatcher(createRoutes(client, { ui, pages, dialogs }), {
   runtimeId: chromeApi.runtimeId(),
   origin: chromeApi.extensionOrigin(),
 });

@@ -1,9 +1,11 @@
 // The content script: runs in the isolated world of a page's top frame,
 // injected on demand by the service worker (background/browser/page.js) after
-// selectors.js. The service worker calls it with
+// selectors.js, before capture.js and snapshot.js, which it shares its parts
+// with (FerryContentParts). The service worker calls it with
 // executeScript({func: (m, p) => globalThis.FerryContent.call(m, p)}) and
-// receives {ok, result} or {ok: false, error: {reason, message, …}}.
-// Its state (the snapshot refs) lives as long as the document does.
+// receives {ok, result, dialogs?} or {ok: false, error: {reason, message, …}}.
+// Here: the dispatcher, what an element's visibility is, the element a call is
+// about, and the actions (click, type, select, scroll) with info and network.
 (function (global) {
   'use strict';
   if (global.FerryContent) return;
@@ -20,7 +22,8 @@
 
   // ---------------------------------------------------------------- visibility
 
-  const DROP = new Set(['script', 'style', 'noscript', 'template', 'svg', 'math', 'link', 'meta', 'head', 'title', 'base', 'object', 'embed', 'canvas', 'audio', 'video', 'source', 'track', 'param', 'map', 'area', 'datalist']);
+  // MathML is text (MathJax renders formulas with it for screen readers): kept.
+  const DROP = new Set(['script', 'style', 'noscript', 'template', 'svg', 'link', 'meta', 'head', 'title', 'base', 'object', 'embed', 'canvas', 'audio', 'video', 'source', 'track', 'param', 'map', 'area', 'datalist']);
   const VOID = new Set(['br', 'hr', 'img', 'input', 'wbr', 'col']);
 
   function styleOf(el) {
@@ -33,453 +36,24 @@
     return global.FerryElementState.hiddenReason(el, cs);
   }
 
-  /**
-   * The capture's faster test, for every element of a large DOM: the same
-   * rules, but the browser's own checkVisibility first and a computed style
-   * only when it says no (display: contents has no box of its own and yet
-   * shows its children). Returns true when the element is to be skipped.
-   */
-  function skipInCapture(el, hasAttrs) {
-    if (hasAttrs && el.getAttribute('aria-hidden') === 'true') return true;
-    if (!el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: false })) {
-      const cs = styleOf(el);
-      return !(cs && cs.display === 'contents');
-    }
-    if (el.childElementCount === 0 && !VOID.has(el.localName) && el.offsetWidth === 0 && el.offsetHeight === 0 && el.localName !== 'option' && el.localName !== 'optgroup') return true;
-    return false;
-  }
-
-  // ---------------------------------------------------------------- capture
-
-  const KEEP_ATTRS = new Set(['href', 'src', 'alt', 'title', 'type', 'name', 'placeholder', 'role', 'aria-label', 'colspan', 'rowspan', 'for', 'lang', 'datetime', 'open']);
-  // Elements that get a selector (the capture's sel attribute): containers and controls, the things
-  // worth reading or acting on again. Paragraphs, links and inline markup go
-  // without: the container above them is addressable, and the capture of a
-  // large page stays near the size of its DOM.
-  const SEL = new Set(['main', 'article', 'section', 'nav', 'header', 'footer', 'aside', 'form', 'fieldset', 'details', 'dialog',
-    'div', 'table', 'ul', 'ol', 'dl', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'blockquote', 'pre', 'figure', 'iframe',
-    'button', 'input', 'select', 'textarea', 'label', 'video', 'audio']);
-  const PHRASING = new Set(['b', 'i', 'em', 'strong', 'a', 'span', 'code', 'small', 'sup', 'sub', 'abbr', 'cite', 'q', 's', 'u', 'mark', 'time', 'kbd', 'var', 'samp', 'br', 'wbr', 'td', 'th', 'tr', 'li', 'tbody', 'thead', 'p']);
-  /** No attribute that could make a style rule single it out. */
-  function plain(names) {
-    if (names === null) return true;
-    for (let i = 0; i < names.length; i++) {
-      const n = names[i];
-      if (n !== 'href' && n !== 'title' && n !== 'colspan' && n !== 'rowspan' && n !== 'datetime' && n !== 'lang' && n !== 'dir') return false;
-    }
-    return true;
-  }
-  const PRE = new Set(['pre', 'textarea', 'listing', 'xmp', 'plaintext']);
-  const PLAIN_ATTRS = new Set(['href', 'title', 'colspan', 'rowspan', 'datetime', 'lang', 'dir']);
-  // The capture's fast path (capture's fast()): the elements it reads in one
-  // string, and the inline elements it writes from that string: PHRASING but
-  // span and p, which can host a shadow root.
-  const FAST_ROOT = new Set(['p', 'li', 'td', 'th', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'dt', 'dd', 'caption', 'figcaption', 'a', 'b', 'i', 'em', 'strong', 'code', 'small',
-    'ul', 'ol', 'table', 'thead', 'tbody', 'tr']);
-  const FAST_TAGS = new Set([...PHRASING].filter((t) => t !== 'span' && t !== 'p'));
-  // An attribute as getHTML writes it (name="value"), read from where the last one ended.
-  const FAST_ATTR = / ([a-z][a-z-]*)="([^"]*)"/y;
-  const ATTR_ENTITY = /&(?:amp|quot|nbsp|lt|gt);/g;
-  const ATTR_ENTITIES = { '&amp;': '&', '&quot;': '"', '&nbsp;': '\u00a0', '&lt;': '<', '&gt;': '>' };
-
-  const NEEDS_ESC = /[&<>]/;
-  function esc(s) {
-    // Most text has nothing to escape: test before building a new string.
-    if (!NEEDS_ESC.test(s)) return s;
-    return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-  }
-  // Attribute values are single-quoted: JSON then has no quote to escape, and
-  // the host reads the capture's string without unescaping it.
-  const NEEDS_ESC_ATTR = /[&']/;
-  function escAttr(s) {
-    s = String(s);
-    if (!NEEDS_ESC_ATTR.test(s)) return s;
-    return s.replace(/[&']/g, (c) => (c === '&' ? '&amp;' : '&#39;'));
-  }
-
-  function capture({ selector, max_chars: maxChars = 16_000_000, max_elements: maxElements = 200_000 } = {}) {
-    const started = performance.now();
-    const doc = document;
-    const sels = S.createSelectors(doc, { cssEscape: CSS.escape });
-    let root = doc.body || doc.documentElement;
-    if (selector !== undefined && selector !== null && selector !== '') {
-      let found;
-      try {
-        found = S.resolve(doc, selector);
-      } catch (err) {
-        throw fail('invalid', `the selector ${JSON.stringify(selector)} does not parse: ${err.message}`);
-      }
-      if (!found) throw fail('no_element', `nothing on the page matches the selector ${JSON.stringify(selector)}`, { selector });
-      root = found;
-    }
-    const out = [];
-    let size = 0;
-    let elements = 0;
-    let truncated = false;
-    const frames = [];
-    // The full selector of the nearest enclosing element that carries one in the
-    // capture. A selector that extends it is sent relative to it (BROWSER.md):
-    // ">step" for "<enclosing> > step", ">>>rest" for "<enclosing> >>> rest";
-    // the host rebuilds the full one. Long paths then cost a few bytes each.
-    let anc = '';
-    function selAttr(sel) {
-      let v = sel;
-      if (anc !== '' && sel.length > anc.length + 3 && sel.startsWith(anc)) {
-        if (sel.startsWith(' > ', anc.length)) v = `>${sel.slice(anc.length + 3)}`;
-        else if (sel.startsWith(' >>> ', anc.length)) v = `>>>${sel.slice(anc.length + 5)}`;
-      }
-      return ` sel='${escAttr(v)}'`;
-    }
-
-    function push(s) {
-      out.push(s);
-      size += s.length;
-    }
-
-    const COLLAPSIBLE = /\s\s|[^\S ]/;
-    function text(node, pre) {
-      let t = node.nodeValue;
-      if (!t) return;
-      if (!pre) {
-        // Collapse white space only where there is some to collapse: a run of
-        // two, or a tab or line break (most text nodes of a large page have none).
-        if (COLLAPSIBLE.test(t)) t = t.replace(/\s+/g, ' ');
-        if (t === ' ' && (out.length === 0 || out[out.length - 1].endsWith(' ') || out[out.length - 1].endsWith('>'))) return;
-      }
-      push(esc(t));
-    }
-
-    function children(parent, pre) {
-      // An open shadow root renders instead of the light children; slots pull those in.
-      const src = (parent.nodeType === 1 && parent.shadowRoot) || parent;
-      for (let n = src.firstChild; n !== null && !truncated; n = n.nextSibling) node(n, pre);
-    }
-
-    function node(n, pre) {
-      if (n.nodeType === 3) text(n, pre);
-      else if (n.nodeType === 1) element(n, pre);
-    }
-
-    function element(el, pre) {
-      const tag = el.localName;
-      if (DROP.has(tag)) return;
-      if (tag === 'slot') {
-        const assigned = el.assignedNodes({ flatten: true });
-        if (assigned.length) for (const a of assigned) node(a, pre);
-        else children(el, pre);
-        return;
-      }
-      // Inline markup without attributes of its own is as visible as its
-      // parent (rules that hide it would need a class, an id or a style):
-      // skipping the check for it saves a third of the time on large pages.
-      // Each call into the DOM costs (more so from an isolated world, whose
-      // wrappers are looked up in a map): hasAttributes is asked once.
-      // Attribute names come as one array of strings: no Attr node per attribute.
-      const hasAttrs = el.hasAttributes();
-      const names = hasAttrs ? el.getAttributeNames() : null;
-      if (!(PHRASING.has(tag) && plain(names)) && skipInCapture(el, hasAttrs)) return;
-      if (++elements > maxElements || size > maxChars) {
-        truncated = true;
-        return;
-      }
-      let attrs = '';
-      let own = null;
-      if (SEL.has(tag) || tag.includes('-') || (hasAttrs && names.includes('id'))) {
-        own = sels.selectorFor(el);
-        if (own) attrs += selAttr(own);
-      }
-      if (hasAttrs) {
-        for (let i = 0; i < names.length; i++) {
-          const n = names[i];
-          if (!KEEP_ATTRS.has(n)) continue;
-          const v = el.getAttribute(n);
-          if (v !== '' && v !== null) attrs += ` ${n}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
-        }
-      }
-      if (tag === 'input' || tag === 'textarea' || tag === 'select') {
-        if (tag === 'input' && (el.type === 'checkbox' || el.type === 'radio')) {
-          if (el.checked) attrs += ' checked';
-        } else if (tag !== 'select' && el.value && !isSecretField(el)) {
-          attrs += ` value='${escAttr(el.value.slice(0, 10_000))}'`;
-        }
-        if (el.disabled) attrs += ' disabled';
-      } else if (tag === 'option' && el.selected) attrs += ' selected';
-      const name = tag.includes('-') && !/^[a-z][a-z0-9-]*$/.test(tag) ? 'div' : tag;
-      if (tag === 'iframe' || tag === 'frame') {
-        let inner = null;
-        try {
-          inner = el.contentDocument;
-        } catch {
-          inner = null;
-        }
-        const src = el.getAttribute('src') || (inner && inner.URL) || '';
-        const sel = sels.selectorFor(el);
-        if (inner && inner.body) {
-          frames.push({ src, selector: sel, inlined: true });
-          push(`<ferry-frame src='${escAttr(src)}'${sel ? selAttr(sel) : ''}>`);
-          const saved = anc;
-          if (sel) anc = sel;
-          children(inner.body, false);
-          anc = saved;
-          push('</ferry-frame>');
-        } else {
-          frames.push({ src, selector: sel, inlined: false });
-          push(`<ferry-frame src='${escAttr(src)}' cross-origin${sel ? selAttr(sel) : ''}></ferry-frame>`);
-        }
-        return;
-      }
-      push(`<${name}${attrs}>`);
-      if (VOID.has(tag)) return;
-      if (tag === 'textarea') {
-        push('</textarea>');
-        return;
-      }
-      const saved = anc;
-      if (own) anc = own;
-      const inPre = pre || PRE.has(tag);
-      if (noFast === 0 && !inPre && FAST_ROOT.has(tag)) {
-        if (!fast(el)) {
-          noFast++;
-          children(el, inPre);
-          noFast--;
-        }
-      } else children(el, inPre);
-      anc = saved;
-      push(`</${name}>`);
-    }
-
-    // The fast path for a block of text with plain inline markup (a paragraph,
-    // a list, a table of plain rows and cells): its contents are read as one string (the
-    // browser's serialization, getHTML) instead of node by node. Each node the walk touches gets a
-    // wrapper object in the content script's world (then garbage), which is
-    // most of a capture's time on a large page; the string costs none. It is
-    // taken only when the markup inside is made of elements that the walk
-    // would write as they are, unchecked for visibility (PHRASING, plain(),
-    // no selector) and that cannot host a shadow root; otherwise the walk
-    // goes node by node and its descendants do not try again (noFast).
-    let noFast = 0;
-    function fast(el) {
-      if (el.shadowRoot || typeof el.getHTML !== 'function') return false;
-      const h = el.getHTML();
-      const len = h.length;
-      if (len === 0) return true;
-      if (size + len > maxChars) return false;
-      // Written straight to out, and taken back if the markup is not all plain.
-      const mark = out.length;
-      const markSize = size;
-      const undo = () => {
-        out.length = mark;
-        size = markSize;
-        return false;
-      };
-      let count = 0;
-      let i = 0;
-      while (i < len) {
-        const lt = h.indexOf('<', i);
-        const end = lt < 0 ? len : lt;
-        if (end > i) {
-          const t = fastText(end - i === len ? h : h.slice(i, end), out.length === 0 ? '' : out[out.length - 1]);
-          if (t !== '') push(t);
-        }
-        if (lt < 0) break;
-        let j = lt + 1;
-        const close = h.charCodeAt(j) === 47; // "/"
-        if (close) j++;
-        let k = j;
-        for (let c = h.charCodeAt(k); (c >= 97 && c <= 122) || (c >= 48 && c <= 57); c = h.charCodeAt(++k));
-        const tag = h.slice(j, k);
-        if (!FAST_TAGS.has(tag)) return undo();
-        if (h.charCodeAt(k) === 62) { // ">": no attributes
-          if (!close) count++;
-          push(h.slice(lt, k + 1));
-          i = k + 1;
-          continue;
-        }
-        if (close) return undo();
-        count++;
-        let attrs = '';
-        FAST_ATTR.lastIndex = k;
-        let m;
-        while ((m = FAST_ATTR.exec(h)) !== null) {
-          const n = m[1];
-          if (!PLAIN_ATTRS.has(n)) return undo();
-          k = FAST_ATTR.lastIndex;
-          if (!KEEP_ATTRS.has(n) || m[2] === '') continue;
-          const v = m[2].includes('&') ? m[2].replace(ATTR_ENTITY, (e) => ATTR_ENTITIES[e]) : m[2];
-          attrs += ` ${n}='${escAttr(v.length > 2000 ? v.slice(0, 2000) : v)}'`;
-        }
-        if (h.charCodeAt(k) !== 62) return undo();
-        push(`<${tag}${attrs}>`);
-        i = k + 1;
-      }
-      if (elements + count > maxElements) return undo();
-      elements += count;
-      return true;
-    }
-
-    // Text as getHTML writes it (&amp; &lt; &gt; &nbsp;) made what text()
-    // writes: no-break spaces back, white space collapsed, a lone space after a
-    // tag or a space dropped.
-    function fastText(s, last) {
-      let t = s.includes('&nbsp;') ? s.replace(/&nbsp;/g, '\u00a0') : s;
-      if (COLLAPSIBLE.test(t)) t = t.replace(/\s+/g, ' ');
-      if (t === ' ' && (last === '' || last.endsWith(' ') || last.endsWith('>'))) return '';
-      return t;
-    }
-
-    if (root === doc.body || root === doc.documentElement) {
-      push('<body>');
-      children(root, false);
-      push('</body>');
-    } else {
-      element(root, false);
-    }
-    const html = out.join('');
-    return {
-      url: location.href,
-      title: document.title,
-      html,
-      used_selector: selector || null,
-      frames,
-      truncated,
-      elements,
-      capture_ms: Math.round(performance.now() - started),
-    };
-  }
-
-  // ---------------------------------------------------------------- snapshot and refs
-
-  const INTERACTIVE_ROLES = new Set(['button', 'link', 'checkbox', 'radio', 'switch', 'tab', 'menuitem', 'menuitemcheckbox', 'menuitemradio', 'option', 'textbox', 'searchbox', 'combobox', 'listbox', 'slider', 'spinbutton', 'treeitem']);
-  const LANDMARK_ROLES = new Set(['navigation', 'main', 'banner', 'contentinfo', 'complementary', 'form', 'dialog', 'region', 'search', 'heading', 'alertdialog', 'tablist', 'menu', 'menubar', 'toolbar', 'table', 'grid', 'tree']);
-
-  function labelText(el) {
+  /** The element a CSS selector (with >>> steps) names; never a guess. */
+  function bySelector(selector) {
+    let el;
     try {
-      if (el.labels && el.labels.length) {
-        const label = el.labels[0];
-        // A field inside its label is no part of the name: a <select>'s option
-        // texts or a <textarea>'s text would otherwise be glued onto it.
-        if (!label.querySelector('select, textarea')) return label.textContent;
-        const copy = label.cloneNode(true);
-        for (const field of copy.querySelectorAll('select, textarea')) field.remove();
-        return copy.textContent;
-      }
-    } catch {
-      // not labelable
+      el = S.resolve(document, selector);
+    } catch (err) {
+      throw fail('invalid', `the selector ${JSON.stringify(selector)} does not parse: ${err.message}`);
     }
-    return '';
+    if (!el) throw fail('no_element', `nothing on the page matches the selector ${JSON.stringify(selector)}`, { selector });
+    return el;
   }
 
-  function infoOf(el) {
-    const lb = el.getAttribute('aria-labelledby');
-    let labelledBy = '';
-    if (lb) {
-      const root = el.getRootNode();
-      labelledBy = lb.split(/\s+/).map((id) => root.getElementById ? root.getElementById(id) : el.ownerDocument.getElementById(id))
-        .filter(Boolean).map((x) => x.textContent).join(' ');
-    }
-    const tag = el.localName;
-    const isField = tag === 'input' || tag === 'textarea' || tag === 'select';
-    return {
-      tag,
-      role: el.getAttribute('role') || '',
-      href: tag === 'a' && el.hasAttribute('href'),
-      type: tag === 'input' ? (el.getAttribute('type') || 'text').toLowerCase() : '',
-      multiple: tag === 'select' && (el.multiple || el.size > 1),
-      contentEditable: el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable),
-      ariaLabel: el.getAttribute('aria-label') || '',
-      labelledBy,
-      label: isField ? labelText(el) : '',
-      alt: tag === 'img' ? el.getAttribute('alt') || '' : '',
-      placeholder: el.getAttribute('placeholder') || '',
-      title: el.getAttribute('title') || '',
-      buttonValue: tag === 'input' && /^(button|submit|reset)$/i.test(el.type) ? el.value : '',
-      text: isField || el.isContentEditable ? '' : (el.textContent || '').slice(0, 400),
-    };
-  }
+  Object.defineProperty(global, 'FerryContentParts', { value: Object.freeze({ fail, styleOf, hiddenReason, bySelector, isSecretField, DROP, VOID }), enumerable: false });
 
-  const refs = new Map(); // ref → {weak: WeakRef<Element>, fp}
-  const refOf = new WeakMap(); // element → ref: an element keeps its ref across snapshots
-  let nextRef = 1;
-  let snapshots = 0;
-
-  function isInteractive(el, role) {
-    if (INTERACTIVE_ROLES.has(role)) return true;
-    const tag = el.localName;
-    if (tag === 'details' || tag === 'summary') return true;
-    const ti = el.getAttribute('tabindex');
-    return ti !== null && Number(ti) >= 0 && role === 'generic' && el.hasAttribute('onclick');
-  }
-
-  function snapshot({ max_depth: maxDepth = 25, max_nodes: maxNodes = 600 } = {}) {
-    const lines = [];
-    let truncated = false;
-    snapshots++;
-    function walk(parent, depth) {
-      const src = parent.shadowRoot ? parent.shadowRoot.children : parent.children;
-      for (let i = 0; i < src.length; i++) {
-        if (truncated) return;
-        visit(src[i], depth);
-      }
-    }
-    function visit(el, depth) {
-      const tag = el.localName;
-      if (DROP.has(tag)) return;
-      if (tag === 'slot') {
-        const assigned = el.assignedElements({ flatten: true });
-        for (const a of assigned.length ? assigned : el.children) visit(a, depth);
-        return;
-      }
-      if (hiddenReason(el, styleOf(el))) return;
-      const info = infoOf(el);
-      const role = S.roleOf(info);
-      const interactive = isInteractive(el, role);
-      const landmark = !interactive && LANDMARK_ROLES.has(role);
-      let childDepth = depth;
-      if (interactive || landmark) {
-        if (lines.length >= maxNodes) {
-          truncated = true;
-          return;
-        }
-        const fp = S.fingerprint(info);
-        let ref = refOf.get(el);
-        if (!ref) {
-          ref = `e${nextRef++}`;
-          refOf.set(el, ref);
-        }
-        refs.set(ref, { weak: new WeakRef(el), fp });
-        let line = `${'  '.repeat(Math.min(depth, maxDepth))}- ${role}`;
-        if (fp.name) line += ` ${JSON.stringify(fp.name)}`;
-        if (role === 'heading') line += ` [level=${tag.slice(1) || el.getAttribute('aria-level') || ''}]`;
-        if ((tag === 'input' || tag === 'textarea') && !/^(checkbox|radio|button|submit|reset)$/.test(el.type) && el.value && el.type !== 'password') {
-          line += ` value=${JSON.stringify(S.clean(el.value, 80))}`;
-        }
-        if (tag === 'select') line += ` value=${JSON.stringify([...el.selectedOptions].map((o) => S.clean(o.label, 40)).join(', '))}`;
-        if (el.checked === true) line += ' [checked]';
-        if (el.disabled === true || el.getAttribute('aria-disabled') === 'true') line += ' [disabled]';
-        if (tag === 'a' && el.getAttribute('href')) line += ` href=${JSON.stringify(S.clean(el.getAttribute('href'), 100))}`;
-        line += ` [ref=${ref}]`;
-        lines.push(line);
-        childDepth = depth + 1;
-        if (interactive && tag !== 'details' && tag !== 'form') return; // no interactive elements inside interactive ones
-      }
-      if (tag === 'iframe' || tag === 'frame') {
-        let inner = null;
-        try {
-          inner = el.contentDocument;
-        } catch {
-          inner = null;
-        }
-        if (inner && inner.body) walk(inner.body, childDepth);
-        return;
-      }
-      walk(el, childDepth);
-    }
-    walk(document.body || document.documentElement, 0);
-    return { snapshot_id: `s${snapshots}`, url: location.href, title: document.title, tree: lines.join('\n'), truncated };
-  }
+  // ---------------------------------------------------------------- the element a call is about
 
   function describe(el) {
-    const fp = S.fingerprint(infoOf(el));
+    const fp = S.fingerprint(global.FerrySnapshot.infoOf(el));
     let s = `${fp.role === 'generic' ? `<${fp.tag}>` : fp.role}`;
     if (fp.name) s += ` "${fp.name}"`;
     if (el.id) s += ` #${el.id}`;
@@ -495,29 +69,8 @@
       if (optional) return null;
       throw fail('invalid', 'give a ref from the latest snapshot or a CSS selector');
     }
-    if (hasSel) {
-      let el;
-      try {
-        el = S.resolve(document, selector);
-      } catch (err) {
-        throw fail('invalid', `the selector ${JSON.stringify(selector)} does not parse: ${err.message}`);
-      }
-      if (!el) throw fail('no_element', `nothing on the page matches the selector ${JSON.stringify(selector)}`, { selector });
-      return el;
-    }
-    if (typeof ref !== 'string' || !/^e\d+$/.test(ref)) throw fail('invalid', `ref ${JSON.stringify(ref)} is not a snapshot ref (e1, e2, …)`);
-    const entry = refs.get(ref);
-    if (!entry) {
-      throw fail('stale_ref', `ref ${ref} is not from a snapshot of this page as it is now (it navigated or reloaded since): take a new snapshot`, { ref });
-    }
-    const el = entry.weak.deref();
-    if (!el || !el.isConnected) {
-      refs.delete(ref);
-      throw fail('stale_ref', `the element of ref ${ref} is no longer in the page (it changed since the snapshot): take a new snapshot`, { ref });
-    }
-    const why = S.fingerprintMismatch(entry.fp, S.fingerprint(infoOf(el)));
-    if (why) throw fail('stale_ref', `ref ${ref} no longer matches the snapshot (${why}): take a new snapshot`, { ref });
-    return el;
+    if (hasSel) return bySelector(selector);
+    return global.FerrySnapshot.element(ref);
   }
 
   // Whether a person could use the element: content/element-state.js decides, for
@@ -720,13 +273,35 @@
     };
   }
 
-  const METHODS = { capture, snapshot, click, type, select, scroll, info, network };
+  // ---------------------------------------------------------------- dispatcher
+
+  const METHODS = {
+    capture: (p) => global.FerryCapture.capture(p),
+    snapshot: (p) => global.FerrySnapshot.snapshot(p),
+    click, type, select, scroll, info, network,
+  };
+  // The methods that act on the page as a person would: from then on Ferry
+  // drives the document, and its dialogs are answered, not left to block it
+  // (content/dialogs.js).
+  const DRIVES = new Set(['click', 'type', 'select', 'scroll']);
+
+  /** The dialogs the page opened (and Ferry answered) since t, as a result reports them. */
+  function dialogsSince(t) {
+    const log = global.FerryDialogs;
+    if (!log) return [];
+    return log.since(t).map(({ event, at, result, ...d }) => (event === 'closed' ? { ...d, by: 'person' } : d));
+  }
 
   async function call(method, params) {
     const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : null;
     if (!fn) return { ok: false, error: { reason: 'invalid', message: `unknown content method ${method}` } };
+    const started = Date.now();
+    if (DRIVES.has(method)) document.dispatchEvent(new CustomEvent('ferry:drive'));
     try {
-      return { ok: true, result: await fn(params || {}) };
+      const out = { ok: true, result: await fn(params || {}) };
+      const met = dialogsSince(started);
+      if (met.length) out.dialogs = met;
+      return out;
     } catch (err) {
       if (err instanceof Failure) return { ok: false, error: { reason: err.reason, message: err.message, ...err.extra } };
       return { ok: false, error: { reason: 'script_error', message: String((err && err.message) || err), stack: String((err && err.stack) || '') } };

@@ -219,3 +219,15 @@ export function onTabActivated(fn) {
   chrome.tabs.onActivated.addListener(listener);
   return () => chrome.tabs.onActivated.removeListener(listener);
 }
+
+export function registerContentScripts(scripts) {
+  return chrome.scripting.registerContentScripts(scripts);
+}
+
+export function getRegisteredContentScripts() {
+  return chrome.scripting.getRegisteredContentScripts();
+}
+
+export function unregisterContentScripts(filter) {
+  return chrome.scripting.unregisterContentScripts(filter);
+}

@@ -42,6 +42,7 @@ function fakeChrome() {
       },
     },
     action: { onClicked: event() },
+    tabs: { onRemoved: event(), onUpdated: event() },
     i18n: { getMessage: (key) => key, getUILanguage: () => 'en' },
     storage: { local: {}, onChanged: event() },
   };

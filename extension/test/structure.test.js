@@ -40,10 +40,13 @@ describe('manifest', () => {
     assert.ok(manifest.action?.default_title);
   });
 
-  it('declares only the tiny console hook for every page, the page API and its bridge for http(s) pages, and the sandbox page', () => {
+  it('declares only the tiny console hook for every page, the page API and its bridge and the dialog hook and its relay for http(s) pages, and the sandbox page', () => {
     const web = ['http://*/*', 'https://*/*'];
     assert.deepEqual(manifest.content_scripts, [{
       matches: ['<all_urls>'], js: ['content/console-hook.js'], run_at: 'document_start', world: 'MAIN', all_frames: false,
+    }, {
+      // JavaScript dialogs: noticed before they block, answered where Ferry drives (content/dialogs.js).
+      matches: web, js: ['content/dialogs.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
     }, {
       // window.ferry first, in the MAIN world (WebMCP before it, taken and hidden by
       // it); the bridge that hands it its private port and the wire names, after the
@@ -51,7 +54,10 @@ describe('manifest', () => {
       matches: web, js: ['page/webmcp.js', 'page/ferry-main.js'], run_at: 'document_start', world: 'MAIN', all_frames: true,
     }, {
       matches: web, js: ['lib/wire-names.js', 'content/element-state.js', 'content/bridge.js'], run_at: 'document_start', all_frames: true,
+    }, {
+      matches: web, js: ['content/dialog-relay.js'], run_at: 'document_start', all_frames: true,
     }]);
+    assert.ok(readFileSync(join(root, 'content', 'dialogs.js'), 'utf8').length < 8000, 'the dialog hook runs in every page: keep it small');
     assert.ok(readFileSync(join(root, 'content', 'console-hook.js'), 'utf8').length < 4000, 'the hook runs in every page: keep it small');
     assert.deepEqual(manifest.sandbox, { pages: ['sandbox/sandbox.html'] });
   });
@@ -107,6 +113,11 @@ describe('source rules', () => {
       // A declared content script cannot import modules: the bridge opens its one runtime port itself.
       if (relative(root, file) === join('content', 'bridge.js')) {
         assert.deepEqual(stripComments(readFileSync(file, 'utf8')).match(/\bchrome\s*\.[\w.]+/g), ['chrome.runtime.connect']);
+        continue;
+      }
+      // Nor can the dialog relay: it sends its page's dialogs to the worker itself.
+      if (relative(root, file) === join('content', 'dialog-relay.js')) {
+        assert.deepEqual(stripComments(readFileSync(file, 'utf8')).match(/\bchrome\s*\.[\w.]+/g), ['chrome.runtime.sendMessage']);
         continue;
       }
       assert.doesNotMatch(stripComments(readFileSync(file, 'utf8')), /\bchrome\s*\./, relative(root, file));

@@ -616,6 +616,7 @@ func (r *Run) loopGuard(ctx context.Context, calls []model.ToolCall, results []t
 		if err != nil || !ok {
 			return &cancelled{reason: "stopped by the loop guard, and the person chose not to continue: " + res.Reason}
 		}
+		r.m.reg.ForgetRepeats(r.ID)
 		return nil
 	}
 	return nil

@@ -244,6 +244,10 @@ func MapError(subject string, perr *protocol.Error) error {
 		return tools.Failf(tools.CodeActionUnavailable, "%s", msg)
 	case "element_state":
 		return tools.Failf(tools.CodeActionUnavailable, "%s", with("", d.State))
+	case "dialog_open", "beforeunload":
+		// The page waits behind a dialog of the person's, or asks before being left:
+		// nothing was done, and the message names the dialog.
+		return tools.Failf(tools.CodeActionUnavailable, "%s", msg)
 	case "invalid":
 		return tools.Failf(tools.CodeInvalidParams, "%s", msg)
 	case "timeout":

@@ -178,7 +178,7 @@ func ok(v any) func(map[string]any) (any, error) {
 
 var allTools = []string{"list_tabs", "open_tab", "close_tab", "activate_tab", "get_tab_content", "execute_script",
 	"browser_snapshot", "browser_click", "browser_type", "browser_select", "browser_scroll", "browser_screenshot",
-	"browser_navigate", "browser_console", "browser_network", "browser_info"}
+	"browser_navigate", "browser_console", "browser_network", "browser_info", "browser_dialog"}
 
 func TestToolsAndKinds(t *testing.T) {
 	e := newEnv(t, nil)
@@ -186,7 +186,7 @@ func TestToolsAndKinds(t *testing.T) {
 	if len(all) != len(allTools) {
 		t.Fatalf("%d tools, want %d", len(all), len(allTools))
 	}
-	writes := map[string]bool{"close_tab": true, "execute_script": true, "browser_click": true, "browser_type": true, "browser_select": true, "browser_navigate": true}
+	writes := map[string]bool{"close_tab": true, "execute_script": true, "browser_click": true, "browser_type": true, "browser_select": true, "browser_navigate": true, "browser_dialog": true}
 	for _, l := range all {
 		if got := l.Kind == tools.KindWrite; got != writes[l.Name] {
 			t.Errorf("%s kind %s", l.Name, l.Kind)

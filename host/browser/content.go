@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/host/markdown"
@@ -20,6 +22,14 @@ type ContentResult struct {
 	Truncated    bool   `json:"truncated"`
 	UsedSelector string `json:"used_selector"`
 	Summarized   bool   `json:"summarized,omitempty"`
+	// MainSelector and Note are set when the page's main content was too unclear
+	// to cut the page to it: the whole page is the content, MainSelector names the
+	// region the choice picked, and Note says why and how to read it alone.
+	MainSelector string `json:"main_selector,omitempty"`
+	Note         string `json:"note,omitempty"`
+	// Dialogs are the JavaScript dialogs the page opened during the capture, as the
+	// extension answered them.
+	Dialogs json.RawMessage `json:"dialogs,omitempty"`
 }
 
 // capture is browser.page.capture's result.
@@ -30,6 +40,8 @@ type capture struct {
 	HTML         string          `json:"html"`
 	UsedSelector string          `json:"used_selector"`
 	Frames       json.RawMessage `json:"frames"`
+	Dialogs      json.RawMessage `json:"dialogs"`
+	HiddenPage   bool            `json:"hidden_page"`
 }
 
 // Convert renders a capture's simplified HTML as Markdown with ⟨selector⟩ marks
@@ -48,7 +60,8 @@ const captureWait = 60 * time.Second
 const contentTimeout = 3 * time.Minute
 
 const contentDescription = "Read a tab's page as rendered (dynamic content, open shadow roots and same-origin frames in; hidden elements out) " +
-	"as Markdown; web_fetch makes a new request instead. Without selector, the main content is read (used_selector names it). " +
+	"as Markdown; web_fetch makes a new request instead. Without selector, the main content is read (used_selector names it); " +
+	"when that pick is unclear the whole page comes back, with main_selector and a note on narrowing. " +
 	"A ⟨selector⟩ mark addresses what it ends: a heading or paragraph line (\"## Pricing ⟨#pricing⟩\"), " +
 	"the link or control before it (\"[Buy](/buy)⟨#buy⟩\"); alone on a line, the block below."
 
@@ -90,12 +103,20 @@ func (d Deps) getTabContent() tools.Tool {
 			if err := d.call(ctx, "browser.page.capture", params, &c, captureWait); err != nil {
 				return nil, err
 			}
-			res := &ContentResult{TabID: c.TabID, URL: c.URL, Title: c.Title}
+			res := &ContentResult{TabID: c.TabID, URL: c.URL, Title: c.Title, Dialogs: c.Dialogs}
 			sel := c.UsedSelector
 			if sel == "" {
 				sel = args.Selector
 			}
-			res.Content, res.UsedSelector = Convert(c.HTML, sel)
+			cv := markdown.ConvertCapture(c.HTML, sel)
+			res.Content, res.UsedSelector = cv.Markdown, cv.Selector
+			if cv.Main != "" {
+				res.MainSelector = cv.Main
+				res.Note = fmt.Sprintf("the main content was unclear (%s, the likeliest region, %s), so the whole page is here; pass selector %q to read that region alone", cv.Main, cv.Why, cv.Main)
+			}
+			if c.HiddenPage {
+				res.Note = strings.TrimPrefix(res.Note+"; ", "; ") + "the page hides its whole body from view (visibility: hidden, usually until a script reveals it, which has not happened): this is what its DOM holds, not what a person sees"
+			}
 
 			limit := d.settings(ctx).Int(SettingContentMaxLength)
 			if args.Prompt != "" {

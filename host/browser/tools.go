@@ -36,10 +36,12 @@ func Tools(d Deps) []tools.Tool {
 		d.executeScript(),
 		d.pass("browser_snapshot", "browser.page.snapshot", tools.KindRead, callTimeout, true,
 			"The page's interactive elements and landmarks as an indented tree, one a line, with the refs the element tools take: "+
-				`'- button "Add to cart" [ref=e12]'. To read text, use get_tab_content.`,
+				`'- button "Add to cart" [ref=e12]'. To read text, use get_tab_content. Past max_nodes it says how many were left out and next_offset.`,
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
   "max_depth":{"type":"integer","minimum":1,"maximum":100,"default":25},
-  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600,"description":"truncated: the page has more"}
+  "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600},
+  "offset":{"type":"integer","minimum":0,"default":0,"description":"the previous next_offset"},
+  "selector":{"type":"string","minLength":1,"description":"list one region only"}
 },"additionalProperties":false}`),
 		element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
 			"Click an element. A disabled, hidden or covered one is not clicked: the reason says which.",
@@ -70,8 +72,15 @@ func Tools(d Deps) []tools.Tool {
 			"The page's last 30 network requests: URL, method, type, status, duration.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
 		d.pass("browser_info", "browser.page.info", tools.KindRead, callTimeout, true,
-			"The tab's URL, title, viewport size, scroll position and ready state.",
+			"The tab's URL, title, viewport size, scroll position, ready state, the dialog its page waits behind and the last dialogs answered.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
+		d.pass("browser_dialog", "browser.page.dialog", tools.KindWrite, callTimeout, true,
+			"Set the answer to the page's next JavaScript dialog (alert, confirm, prompt, leaving with unsaved changes), then repeat the action that opens it; "+
+				"a call that meets a dialog reports it. A dialog already open in a page the person uses waits for them.",
+			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
+  "action":{"type":"string","enum":["accept","dismiss"]},
+  "text":{"type":"string","description":"a prompt's answer"}
+},"required":["action"],"additionalProperties":false}`),
 	}
 	d.bindDocuments(ts)
 	return ts
@@ -230,6 +239,10 @@ func (d Deps) openTab() tools.Tool {
 				WaitedMS int64  `json:"waited_ms"`
 				TimedOut bool   `json:"timed_out"`
 				Note     string `json:"note,omitempty"`
+				// The dialogs the page opened while loading, and the one it stopped
+				// behind (protocol/BROWSER.md).
+				Dialogs json.RawMessage `json:"dialogs,omitempty"`
+				Dialog  json.RawMessage `json:"dialog,omitempty"`
 			}
 			if err := d.call(ctx, "browser.tabs.open", args, &out, maxLoadWait+10*time.Second); err != nil {
 				return nil, err

@@ -3,7 +3,10 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferryhq/ferry/host/agent"
@@ -88,7 +91,9 @@ type Local struct {
 // when its client goes away.
 func HostHandler(h Local) Handler {
 	own := protocol.NewMux() // the socket's own versions of two methods
-	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) { return toolsCall(ctx, h, p) })
+	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) {
+		return toolsCall(tools.WithSession(ctx, sessionID(peerOf(ctx))), h, p)
+	})
 	protocol.Handle(own, "chat.send", func(ctx context.Context, p sendParams) (any, error) { return chatSend(ctx, h, peerOf(ctx), p) })
 	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
 		if !socketMethods[method] {
@@ -104,6 +109,26 @@ func HostHandler(h Local) Handler {
 type peerKey struct{}
 
 func peerOf(ctx context.Context) *Peer { p, _ := ctx.Value(peerKey{}).(*Peer); return p }
+
+// sessions gives each connected client (each `ferry mcp`, each script) its own
+// session id: the loop guard and the rate limits count a session's calls apart from
+// every other's.
+var (
+	sessions    sync.Map // *Peer → string
+	sessionSeq  atomic.Uint64
+	sessionBase = strconv.FormatInt(time.Now().UnixNano(), 36)
+)
+
+func sessionID(p *Peer) string {
+	if id, ok := sessions.Load(p); ok {
+		return id.(string)
+	}
+	id, loaded := sessions.LoadOrStore(p, sessionBase+"-"+strconv.FormatUint(sessionSeq.Add(1), 36))
+	if !loaded {
+		p.OnClose(func() { sessions.Delete(p) })
+	}
+	return id.(string)
+}
 
 func toolsCall(ctx context.Context, h Local, p toolbox.CallParams) (any, error) {
 	if !socketCallers[p.Caller] {

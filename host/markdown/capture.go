@@ -102,18 +102,37 @@ func (b *builder) closeSel(name string) {
 	}
 }
 
-// MaxMarkedSelector bounds the selectors written as marks: a long one costs the
-// model more to read than it saves.
-const MaxMarkedSelector = 200
+// MaxMarkedSelector bounds the selectors written as marks: a long one (a path of
+// nth-of-type steps through anonymous blocks) costs the model more to read than it
+// saves, and browser_snapshot's refs reach those elements. On the corpus pages the
+// marks over 32 bytes were a third of all the marks' tokens.
+const MaxMarkedSelector = 32
 
 // Capture is a captured page as Markdown.
 type Capture struct {
 	Markdown string
-	// Selector addresses what was rendered when the main content was picked: the
-	// data-ferry-sel of the chosen element (of their parent when several siblings
-	// were kept); "body" when the whole page was kept or nothing closer carries one.
+	// Selector addresses what was rendered: the capture's selector of the chosen
+	// element (of their parent when several siblings were kept); "body" when the
+	// whole page was rendered or nothing closer carries one.
 	Selector string
+	// Main is the region the main-content choice picked when the pick was too
+	// unsure to cut the page to it and the whole page was rendered instead ("" when
+	// Selector is the pick); Share is the part of the page's content text it holds.
+	Main  string
+	Share float64
+	// Why says what made the pick unsure.
+	Why string
 }
+
+// The main-content pick (grown to the block that holds most of the page's
+// prose, region.go) is trusted to cut the page only when it holds at least
+// minShare of the page's prose and no other candidate comes within maxRival of
+// its score: otherwise the whole page is rendered, and the result names the pick
+// (a few more tokens cost less than an article the agent never sees).
+const (
+	minShare = 0.5
+	maxRival = 0.8
+)
 
 // ConvertCapture renders a capture's simplified HTML as Markdown with ⟨selector⟩
 // marks. selector is the one the capture was taken with: the whole capture is then
@@ -129,22 +148,34 @@ func ConvertCapture(src, selector string) Capture {
 	body := captureBody(b.root)
 	roots := []*node{body}
 	sel := selector
+	out := Capture{Share: 1}
 	if sel == "" {
-		// The choice prunes the tree the way web_fetch does; undoing the removals
-		// afterwards gives the chosen part back whole for rendering.
+		// The choice prunes boilerplate away first; undoing the removals afterwards
+		// gives the chosen part back whole for rendering.
 		var log []unlinked
-		prune(body, false, pruner{log: &log})
-		roots = chooseMain(body, &log)
+		prune(body, false, pruner{hard: true, log: &log})
+		c := chooseMain(body, &log)
 		relink(log)
-		sel = rootSelector(roots, body)
+		roots, sel, out.Share = c.roots, rootSelector(c.roots, body), c.share
+		switch {
+		case sel == "body":
+		case c.share < minShare:
+			out.Why = "it holds " + strconv.Itoa(int(c.share*100+0.5)) + "% of the page's running text"
+		case c.rival > maxRival:
+			out.Why = "another part of the page scores " + strconv.Itoa(int(c.rival*100+0.5)) + "% as high"
+		}
+		if out.Why != "" {
+			out.Main, roots, sel = sel, []*node{body}, "body"
+		}
 	}
 	r := &renderer{capture: true, skipMark: sel}
 	for _, n := range roots {
-		prune(n, false, pruner{capture: true})
+		prune(n, false, pruner{drop: dropCaptured})
 		r.walk(n)
 	}
 	r.flush()
-	return Capture{Markdown: strings.TrimSpace(string(r.out)), Selector: sel}
+	out.Markdown, out.Selector = strings.TrimSpace(string(r.out)), sel
+	return out
 }
 
 // nodeX is what a capture keeps of an element beyond what web_fetch needs.
@@ -422,7 +453,9 @@ func (r *renderer) walkCapture(n *node) bool {
 			r.inl = append(r.inl, "!["...)
 			r.inl = append(r.inl, alt...)
 			r.inl = append(r.inl, ']')
-			if src := linkTarget(x.src); src != "" && len(src) <= 500 && (strings.HasPrefix(src, "http") || strings.HasPrefix(src, "/")) {
+			// An image's address is kept when short: a CDN's long resizing URLs say
+			// nothing a reader needs, and cost more than the alt text.
+			if src := linkTarget(x.src); src != "" && len(src) <= maxImageSrc && (strings.HasPrefix(src, "http") || strings.HasPrefix(src, "/")) {
 				r.inl = append(r.inl, '(')
 				r.inl = append(r.inl, src...)
 				r.inl = append(r.inl, ')')
@@ -538,8 +571,49 @@ func linkTarget(href string) string {
 	if strings.ContainsAny(href, " \t\n\r()<>") {
 		href = strings.NewReplacer(" ", "%20", "\t", "", "\n", "", "\r", "", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E").Replace(href)
 	}
-	return href
+	return untracked(href)
 }
+
+// trackingParams are query parameters that only tell a site where a click came
+// from: a link reads the same without them, in fewer tokens.
+var trackingParams = map[string]bool{
+	"fbclid": true, "gclid": true, "dclid": true, "msclkid": true, "yclid": true, "mc_cid": true, "mc_eid": true,
+	"_hsenc": true, "_hsmi": true, "igshid": true, "ncid": true, "cmpid": true, "icid": true, "intcmp": true,
+	"ito": true, "ocid": true, "spm": true, "ref_src": true,
+}
+
+// untracked drops the tracking parameters of a link's query (utm_* and the
+// others above), leaving the rest of it as written.
+func untracked(href string) string {
+	q := strings.IndexByte(href, '?')
+	if q < 0 {
+		return href
+	}
+	end := len(href)
+	if h := strings.IndexByte(href[q:], '#'); h >= 0 {
+		end = q + h
+	}
+	parts := strings.Split(href[q+1:end], "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if k == "" || strings.HasPrefix(strings.ToLower(k), "utm_") || trackingParams[strings.ToLower(k)] {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	if len(kept) == len(parts) {
+		return href
+	}
+	out := href[:q]
+	if len(kept) > 0 {
+		out += "?" + strings.Join(kept, "&")
+	}
+	return out + href[end:]
+}
+
+// maxImageSrc bounds the image addresses written after their alt text.
+const maxImageSrc = 100
 
 // maxValue bounds a form value or option list written into a control.
 const maxValue = 300

@@ -1,625 +1,167 @@
-// Package markdown turns HTML into the Markdown the model reads: the main text of a
-// fetched page (web_fetch) and the browser's capture of a rendered page with its
-// ⟨selector⟩ marks (get_tab_content). Both share one tree, one choice of the main
-// content and one renderer, so a page reads the same whichever tool fetched it.
+// Package markdown turns HTML into the Markdown the model reads: the article of a
+// fetched page (web_fetch, through go-readability) and the browser's capture of a
+// rendered page with its ⟨selector⟩ marks (get_tab_content, whose main content is
+// picked in region.go). Both are written by one renderer on one tree, so a page
+// reads the same whichever tool fetched it.
 package markdown
 
 import (
+	"bytes"
+	"cmp"
+	"errors"
+	"net/url"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	readability "codeberg.org/readeck/go-readability/v2"
+	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
 
 // Document is the main text of an HTML page.
 type Document struct {
-	Title    string // <title>, else the first <h1>
-	Markdown string // the main content as Markdown
+	Title     string // the article's title (Readability's choice of <title>, og:title, <h1>…)
+	Byline    string // the author line, when the page names one
+	Published string // RFC 3339, when the page's metadata gives a publication time
+	Markdown  string
+	// Whole is true when no article was found and Markdown is the whole page's text.
+	Whole bool
 }
 
-// Extract finds the main content of an HTML page and renders it as Markdown:
-// headings as #, paragraphs, lists as - and 1., tables as Markdown tables, code blocks
-// fenced, link text kept without the URL, whitespace collapsed, in reading order.
-//
-// Navigation, sidebars, page headers and footers, scripts, styles, forms, hidden
-// elements, ARIA navigation/banner/contentinfo regions and blocks whose class or id
-// names them as cookie notices, ads, share bars and the like are dropped first. The
-// main content is then <main> (or role=main), else <article>, else the block that a
-// text-density score (paragraph lengths and commas, less link text) ranks highest
-// together with its qualifying siblings.
-func Extract(src string) Document {
+// maxReadableElements bounds the documents given to Readability, whose passes over
+// a page grow faster than its size; a larger page is read whole.
+const maxReadableElements = 150_000
+
+// Extract finds the article of an HTML page with go-readability (Mozilla
+// Readability's algorithm: scoring of paragraphs and their ancestors, clutter such
+// as navigation, share bars, comments and ads removed, siblings of the best block
+// joined) and renders it as Markdown with the same writer as get_tab_content:
+// headings as #, lists, tables, fenced code, link text without the target. base is
+// the page's URL (nil when unknown). A page where Readability finds no article, or
+// only a fragment of a page made of something else, or that it cannot parse (nesting
+// deeper than the HTML parser's 512 open elements), is rendered whole, scripts,
+// styles, hidden elements and form controls left out.
+func Extract(src string, base *url.URL) Document {
 	if !utf8.ValidString(src) {
 		src = strings.ToValidUTF8(src, "\uFFFD")
 	}
-	b := parseTree(src)
-	body := findFirst(b.root, func(n *node) bool { return n.a == atom.Body })
+	a, err := readable(src, base)
+	page := parseTree(src)
+	body := findFirst(page.root, func(n *node) bool { return n.a == atom.Body })
 	if body == nil {
-		body = b.root
+		body = page.root
 	}
-	prune(body, false, pruner{})
-	roots := chooseMain(body, nil)
-	r := &renderer{}
-	if !containsH1(roots) {
-		// Sites often put the article's <h1> above the <article> or <main>; the title
-		// belongs with the text.
-		if h1 := findFirst(body, func(n *node) bool { return n.a == atom.H1 && n.textLen > 0 }); h1 != nil {
-			r.walk(h1)
+	doc := Document{Title: page.title}
+	if err == nil {
+		doc.Title = cmp.Or(collapse(a.Title()), doc.Title)
+		doc.Byline = collapse(a.Byline())
+		if t, err := a.PublishedTime(); err == nil && !t.IsZero() {
+			doc.Published = t.UTC().Format(time.RFC3339)
 		}
 	}
-	for _, n := range roots {
-		r.walk(n)
-	}
-	r.flush()
-
-	doc := Document{Title: b.title, Markdown: strings.TrimSpace(string(r.out))}
 	if doc.Title == "" {
 		if h1 := findFirst(body, func(n *node) bool { return n.a == atom.H1 }); h1 != nil {
 			doc.Title = collapse(innerText(h1))
 		}
 	}
+	prune(body, false, pruner{drop: dropNever})
+	if err == nil && a.Node != nil {
+		var b bytes.Buffer
+		if html.Render(&b, a.Node) == nil {
+			art := parseTree(b.String())
+			prune(art.root, false, pruner{drop: dropNever})
+			// A page that is not an article (a listing, a form, an index) can leave
+			// Readability with a paragraph of it: then the page is worth more whole.
+			if n := art.root.textLen; n > 0 && (n >= 500 || n*5 >= body.textLen) {
+				doc.Markdown = render(art.root)
+				return doc
+			}
+		}
+	}
+	doc.Markdown, doc.Whole = render(body), true
 	return doc
 }
 
-func findFirst(n *node, match func(*node) bool) *node {
-	for c := n.first; c != nil; c = c.next {
-		if c.isText {
-			continue
-		}
-		if match(c) {
-			return c
-		}
-		if f := findFirst(c, match); f != nil {
-			return f
-		}
+// readable runs Readability over the page, its comments taken out first and the
+// text around them joined: they are no content, and a page built of them (200,000
+// between as many letters) would make its passes slow.
+func readable(src string, base *url.URL) (readability.Article, error) {
+	doc, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		return readability.Article{}, err
 	}
-	return nil
-}
-
-func containsH1(roots []*node) bool {
-	for _, n := range roots {
-		if n.a == atom.H1 || n.flags&hasH1 != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// ---- pruning ----
-
-var dropTags = map[atom.Atom]bool{
-	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
-	atom.Svg: true, atom.Math: false, atom.Canvas: true, atom.Iframe: true,
-	atom.Object: true, atom.Embed: true, atom.Audio: true, atom.Video: true,
-	atom.Map: true, atom.Head: true, atom.Link: true, atom.Meta: true, atom.Base: true,
-	atom.Button: true, atom.Input: true, atom.Select: true, atom.Textarea: true,
-	atom.Option: true, atom.Datalist: true, atom.Nav: true, atom.Aside: true,
-	atom.Footer: true, atom.Dialog: true, atom.Menu: true, atom.Img: true,
-	atom.Picture: true, atom.Source: true, atom.Track: true, atom.Param: true,
-	atom.Frameset: true, atom.Noframes: true,
-}
-
-var dropRoles = map[string]bool{
-	"navigation": true, "banner": true, "contentinfo": true, "complementary": true,
-	"search": true, "dialog": true, "alertdialog": true, "menu": true, "menubar": true,
-	"toolbar": true, "tablist": true, "tooltip": true,
-}
-
-// hiddenClasses are whole class names (not tokens: "hidden-xs" is a responsive
-// layout class, not a hidden element) that CSS frameworks use to hide content or to
-// keep it for screen readers only ("Skip to content").
-var hiddenClasses = map[string]bool{
-	"hidden": true, "hide": true, "d-none": true, "sr-only": true, "visually-hidden": true,
-	"visuallyhidden": true, "screen-reader-text": true, "offscreen": true, "is-hidden": true,
-}
-
-func dropHard(n *node, inContent bool) bool {
-	if dropTags[n.a] || n.drop {
-		return true
-	}
-	switch n.a {
-	case atom.Header:
-		// A page's header goes; an article's own header holds its title and byline.
-		if !inContent {
-			return true
-		}
-	case atom.Form:
-		// ASP.NET and similar wrap the whole page in one <form>; only a form that is
-		// a form (search boxes, sign-ups) is dropped.
-		if !wrapsContent(n) {
-			return true
-		}
-	}
-	if n.class != "" {
-		for _, c := range strings.Fields(n.class) {
-			if hiddenClasses[strings.ToLower(c)] {
-				return true
+	nodes := 0
+	var strip func(*html.Node)
+	strip = func(n *html.Node) {
+		var run *html.Node // the text node that adjacent text joins
+		var b strings.Builder
+		flush := func() {
+			if run != nil && b.Len() > 0 {
+				run.Data += b.String()
 			}
+			run = nil
+			b.Reset()
 		}
-	}
-	return false
-}
-
-func wrapsContent(form *node) bool {
-	paragraphs := 0
-	var scan func(*node) bool
-	scan = func(n *node) bool {
-		for c := n.first; c != nil; c = c.next {
-			switch c.a {
-			case atom.Main, atom.Article:
-				return true
-			case atom.P:
-				if paragraphs++; paragraphs >= 3 {
-					return true
-				}
+		for c := n.FirstChild; c != nil; {
+			next := c.NextSibling
+			switch {
+			case c.Type == html.CommentNode:
+				n.RemoveChild(c)
+			case c.Type == html.TextNode && run != nil:
+				b.WriteString(c.Data)
+				n.RemoveChild(c)
+			case c.Type == html.TextNode:
+				run = c
+				nodes++
+			default:
+				flush()
+				nodes++
+				strip(c)
 			}
-			if scan(c) {
-				return true
-			}
-		}
-		return false
-	}
-	return scan(form)
-}
-
-// noiseTokens are class/id words that name boilerplate. They are matched as whole
-// tokens of the class and id ("ad" in "ad-slot", not in "header" or "read-more").
-var noiseTokens = map[string]bool{
-	"nav": true, "navbar": true, "navigation": true, "menu": true, "sidebar": true,
-	"breadcrumb": true, "breadcrumbs": true, "footer": true, "masthead": true,
-	"cookie": true, "cookies": true, "consent": true, "gdpr": true,
-	"ad": true, "ads": true, "advert": true, "adverts": true, "advertisement": true,
-	"adsbygoogle": true, "sponsor": true, "sponsored": true, "promo": true,
-	"newsletter": true, "subscribe": true, "share": true, "sharing": true,
-	"social": true, "related": true, "recommended": true, "popup": true, "modal": true,
-	"banner": true, "comments": true, "comment": true, "disqus": true, "toc": true,
-	"skip": true, "pagination": true, "pager": true, "widget": true, "signup": true,
-	"login": true, "outbrain": true, "taboola": true, "paywall": true, "toolbar": true,
-}
-
-// noiseSubstrings catch the same words inside compound names ("cookieBanner",
-// "newsletterSignup") where they cannot be mistaken for anything else.
-var noiseSubstrings = []string{"cookie", "advert", "sponsor", "taboola", "outbrain",
-	"newsletter", "sidebar", "consent", "breadcrumb", "adsbygoogle", "social"}
-
-var positiveTokens = map[string]bool{
-	"article": true, "body": true, "content": true, "entry": true, "main": true,
-	"post": true, "text": true, "blog": true, "story": true, "prose": true,
-	"markdown": true, "doc": true, "docs": true, "documentation": true,
-}
-
-var negativeTokens = map[string]bool{
-	"meta": true, "footnote": true, "hidden": true, "widget": true, "extra": true,
-	"aside": true, "more": true, "tags": true, "author": true,
-}
-
-// classTokens calls f with each lower-case word of the class and id attributes until
-// f returns true.
-func classTokens(n *node, f func(string) bool) bool {
-	var buf [48]byte
-	for _, s := range [2]string{n.class, n.id} {
-		i := 0
-		for i < len(s) {
-			for i < len(s) && !isAlnum(s[i]) {
-				i++
-			}
-			j := i
-			for j < len(s) && isAlnum(s[j]) {
-				j++
-			}
-			if j > i && j-i <= len(buf) {
-				t := buf[:0]
-				for k := i; k < j; k++ {
-					c := s[k]
-					if c >= 'A' && c <= 'Z' {
-						c += 'a' - 'A'
-					}
-					t = append(t, c)
-				}
-				if f(string(t)) {
-					return true
-				}
-			}
-			i = j
-		}
-	}
-	return false
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func noisy(n *node) bool {
-	if n.class == "" && n.id == "" {
-		return false
-	}
-	if classTokens(n, func(t string) bool { return noiseTokens[t] }) {
-		return true
-	}
-	for _, s := range [2]string{n.class, n.id} {
-		if s == "" {
-			continue
-		}
-		l := strings.ToLower(s)
-		for _, w := range noiseSubstrings {
-			if strings.Contains(l, w) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// softPrune drops blocks whose class or id names them as boilerplate, unless the block
-// holds the page's main content: it contains <main>, <article> or the <h1>, or more
-// than 30% of the page's text (a wrapper named "page has-sidebar", say). It collects
-// the <main> and top-level <article> elements that remain on the way.
-func (ch *chooser) softPrune(n *node, inArticle bool) {
-	var prev *node
-	for c := n.first; c != nil; {
-		next := c.next
-		if c.isText {
-			prev, c = c, next
-			continue
-		}
-		if noisy(c) && !protectedBlock(c, ch.total) {
-			for p := c.parent; p != nil; p = p.parent {
-				p.textLen -= c.textLen
-				p.linkLen -= c.linkLen
-				p.commas -= c.commas
-			}
-			unlink(n, prev, c, ch.log)
 			c = next
-			continue
 		}
-		switch {
-		case c.a == atom.Main || c.mainRole:
-			ch.mains = append(ch.mains, c)
-		case c.a == atom.Article && !inArticle:
-			// Articles inside an article are its comments or embeds.
-			ch.articles = append(ch.articles, c)
-		}
-		ch.softPrune(c, inArticle || c.a == atom.Article)
-		prev, c = c, next
+		flush()
 	}
+	strip(doc)
+	if nodes > 3*maxReadableElements {
+		return readability.Article{}, errTooLarge
+	}
+	p := readability.NewParser()
+	p.MaxElemsToParse = maxReadableElements
+	return p.ParseAndMutate(doc, base)
 }
 
-type chooser struct {
-	total           int
-	mains, articles []*node
-	log             *[]unlinked // nil unless the caller will undo the pruning
+var errTooLarge = errors.New("too many nodes for Readability")
+
+func render(root *node) string {
+	r := &renderer{}
+	r.walk(root)
+	r.flush()
+	return strings.TrimSpace(string(r.out))
 }
 
-func protectedBlock(n *node, total int) bool {
+// dropNever is what no rendering of a page shows: scripts, styles, metadata,
+// media and embeds, form controls, and what the markup hides.
+func dropNever(n *node) bool {
 	switch n.a {
-	case atom.Body, atom.Html, atom.Main, atom.Article, atom.H1:
+	case atom.Script, atom.Style, atom.Noscript, atom.Template, atom.Svg, atom.Canvas,
+		atom.Iframe, atom.Object, atom.Embed, atom.Audio, atom.Video, atom.Map, atom.Head,
+		atom.Link, atom.Meta, atom.Base, atom.Button, atom.Input, atom.Select, atom.Textarea,
+		atom.Option, atom.Datalist, atom.Img, atom.Picture, atom.Source, atom.Track,
+		atom.Param, atom.Frameset, atom.Noframes, atom.Dialog:
 		return true
 	}
-	return n.mainRole || n.flags&(hasMainOrArticle|hasH1) != 0 || n.textLen*10 > total*3
+	return n.drop || hiddenByClass(n)
 }
 
-// ---- measuring and choosing ----
-
-func isBlock(a atom.Atom) bool {
-	switch a {
-	case atom.P, atom.Div, atom.Section, atom.Article, atom.Main, atom.Header, atom.Footer,
-		atom.Aside, atom.Nav, atom.Figure, atom.Figcaption, atom.Address, atom.Details,
-		atom.Summary, atom.Dl, atom.Dt, atom.Dd, atom.Hgroup, atom.Fieldset, atom.Legend,
-		atom.Caption, atom.Center, atom.Form, atom.Body, atom.Html, atom.Tr, atom.Td,
-		atom.Th, atom.Li, atom.Hr, atom.Ul, atom.Ol, atom.Table, atom.Pre,
-		atom.Blockquote, atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6,
-		atom.Thead, atom.Tbody, atom.Tfoot, atom.Br:
-		return true
+// markdownOf renders a whole HTML document or fragment as Markdown (what Extract
+// writes for a page without an article).
+func markdownOf(src string) string {
+	if !utf8.ValidString(src) {
+		src = strings.ToValidUTF8(src, "\uFFFD")
 	}
-	return false
-}
-
-// pruner says which elements prune drops (web_fetch's dropHard, or a capture's
-// dropCaptured) and where it records the removals when they are to be undone.
-type pruner struct {
-	capture bool
-	log     *[]unlinked
-}
-
-// prune drops what is never content (dropHard) and measures what stays, in one
-// post-order pass: text length, link text length, commas, and flags for <main>,
-// <article>, <h1> and block children.
-func prune(n *node, inContent bool, p pruner) {
-	n.textLen, n.linkLen, n.commas, n.flags = 0, 0, 0, 0
-	var prev *node
-	for c := n.first; c != nil; {
-		next := c.next
-		if c.isText {
-			l, cm := textStats(c.text)
-			n.textLen += l
-			n.commas += cm
-			prev, c = c, next
-			continue
-		}
-		if p.capture && dropCaptured(c) || !p.capture && dropHard(c, inContent) {
-			unlink(n, prev, c, p.log)
-			c = next
-			continue
-		}
-		prune(c, inContent || c.a == atom.Article || c.a == atom.Main || c.mainRole, p)
-		n.textLen += c.textLen
-		n.linkLen += c.linkLen
-		n.commas += c.commas
-		n.flags |= c.flags & (hasMainOrArticle | hasH1)
-		switch {
-		case c.a == atom.Main || c.a == atom.Article || c.mainRole:
-			n.flags |= hasMainOrArticle
-		case c.a == atom.H1:
-			n.flags |= hasH1
-		}
-		if isBlock(c.a) {
-			n.flags |= hasBlockChild
-		}
-		prev, c = c, next
-	}
-	if n.a == atom.A {
-		n.linkLen = n.textLen
-	}
-}
-
-// textStats counts the bytes of s that are not white space, and its commas (Latin,
-// and the full-width and ideographic ones of CJK text).
-func textStats(s string) (length, commas int) {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case ' ', '\t', '\n', '\r', '\f':
-		case ',':
-			length++
-			commas++
-		case 0xEF: // ，U+FF0C is EF BC 8C
-			length++
-			if i+2 < len(s) && s[i+1] == 0xBC && s[i+2] == 0x8C {
-				commas++
-			}
-		case 0xE3: // 、U+3001 is E3 80 81
-			length++
-			if i+2 < len(s) && s[i+1] == 0x80 && s[i+2] == 0x81 {
-				commas++
-			}
-		default:
-			length++
-		}
-	}
-	return length, commas
-}
-
-func linkDensity(n *node) float64 {
-	if n.textLen <= 0 {
-		return 0
-	}
-	return float64(n.linkLen) / float64(n.textLen)
-}
-
-func chooseMain(body *node, log *[]unlinked) []*node {
-	ch := &chooser{total: body.textLen, log: log}
-	ch.softPrune(body, false)
-	total := body.textLen
-	if total <= 0 {
-		return []*node{body}
-	}
-	mains, articles := ch.mains, ch.articles
-	substantial := func(n *node) bool { return n.textLen*4 >= total || n.textLen >= 500 }
-
-	if m := largest(mains); m != nil && substantial(m) {
-		return []*node{m}
-	}
-	if a := largest(articles); a != nil && substantial(a) {
-		sum := 0
-		for _, x := range articles {
-			sum += x.textLen
-		}
-		if len(articles) > 1 && a.textLen*2 < sum {
-			// A listing of several articles: keep them all, in order.
-			return []*node{commonAncestor(articles)}
-		}
-		return []*node{a}
-	}
-	return scoreMain(body)
-}
-
-func largest(ns []*node) *node {
-	var best *node
-	for _, n := range ns {
-		if best == nil || n.textLen > best.textLen {
-			best = n
-		}
-	}
-	return best
-}
-
-func commonAncestor(ns []*node) *node {
-	depth := func(n *node) int {
-		d := 0
-		for ; n.parent != nil; n = n.parent {
-			d++
-		}
-		return d
-	}
-	a := ns[0]
-	for _, b := range ns[1:] {
-		da, db := depth(a), depth(b)
-		for ; da > db; da-- {
-			a = a.parent
-		}
-		for ; db > da; db-- {
-			b = b.parent
-		}
-		for a != b {
-			a, b = a.parent, b.parent
-		}
-	}
-	return a
-}
-
-func paragraphLike(n *node) bool {
-	switch n.a {
-	case atom.P, atom.Pre, atom.Td, atom.Blockquote, atom.Dd:
-		return true
-	case atom.Div, atom.Section, atom.Span, 0:
-		// Text written straight into a div is a paragraph in all but name.
-		return n.flags&hasBlockChild == 0
-	}
-	return false
-}
-
-func classWeight(n *node) float64 {
-	w := 0.0
-	if classTokens(n, func(t string) bool { return positiveTokens[t] }) {
-		w += 25
-	}
-	if classTokens(n, func(t string) bool { return negativeTokens[t] }) {
-		w -= 25
-	}
-	return w
-}
-
-func initialScore(n *node) float64 {
-	s := classWeight(n)
-	switch n.a {
-	case atom.Div, atom.Article, atom.Main, atom.Section:
-		s += 5
-	case atom.Pre, atom.Td, atom.Blockquote:
-		s += 3
-	case atom.Address, atom.Ol, atom.Ul, atom.Dl, atom.Dd, atom.Dt, atom.Li, atom.Form:
-		s -= 3
-	case atom.H1, atom.H2, atom.H3, atom.H4, atom.H5, atom.H6, atom.Th:
-		s -= 5
-	}
-	return s
-}
-
-// scoreMain is a text-density score: every paragraph-like block
-// of some length gives points (one, one per comma, one per 100 bytes up to three) to
-// its parent, half to its grandparent and a third to the level above; a candidate's
-// score is then discounted by its share of link text. The best candidate is kept
-// with those of its siblings that score close to it or are prose paragraphs, so that
-// content split over sibling blocks is not cut.
-func scoreMain(body *node) []*node {
-	var cands []*node
-	add := func(n *node, s float64) {
-		if n == nil {
-			return
-		}
-		if !n.scored {
-			n.scored = true
-			n.score = float32(initialScore(n))
-			cands = append(cands, n)
-		}
-		n.score += float32(s)
-	}
-	var walk func(*node)
-	walk = func(n *node) {
-		for c := n.first; c != nil; c = c.next {
-			if c.isText {
-				continue
-			}
-			if paragraphLike(c) && c.textLen >= 25 {
-				s := 1 + float64(c.commas) + min(float64(c.textLen)/100, 3)
-				p := c.parent
-				add(p, s)
-				if p != body && p.parent != nil {
-					add(p.parent, s/2)
-					if p.parent != body && p.parent.parent != nil {
-						add(p.parent.parent, s/3)
-					}
-				}
-			}
-			walk(c)
-		}
-	}
-	walk(body)
-
-	final := func(n *node) float64 { return float64(n.score) * (1 - linkDensity(n)) }
-	var top *node
-	for _, c := range cands {
-		if top == nil || final(c) > final(top) {
-			top = c
-		}
-	}
-	if top == nil || top == body || top.parent == nil {
-		return []*node{body}
-	}
-
-	threshold := max(10, final(top)*0.2)
-	parent := top.parent
-	var keep []*node
-	for s := parent.first; s != nil; s = s.next {
-		if s.isText {
-			continue
-		}
-		ok := s == top || s.scored && final(s) >= threshold
-		if !ok && s.a == atom.P {
-			ld := linkDensity(s)
-			ok = s.textLen > 80 && ld < 0.25 || s.textLen > 0 && ld == 0 && endsSentence(s)
-		}
-		if !ok && isHeading(s.a) {
-			// A section heading belongs to the block after it.
-			if nx := nextElement(s); nx != nil && (nx == top || nx.scored && final(nx) >= threshold) {
-				ok = true
-			}
-		}
-		if ok {
-			keep = append(keep, s)
-		}
-	}
-	return keep
-}
-
-func nextElement(n *node) *node {
-	for s := n.next; s != nil; s = s.next {
-		if !s.isText {
-			return s
-		}
-	}
-	return nil
-}
-
-func endsSentence(n *node) bool {
-	t := strings.TrimSpace(innerText(n))
-	return strings.HasSuffix(t, ".") || strings.HasSuffix(t, "。") || strings.HasSuffix(t, "!") || strings.HasSuffix(t, "?")
-}
-
-func innerText(n *node) string {
-	var b strings.Builder
-	var walk func(*node)
-	walk = func(n *node) {
-		for c := n.first; c != nil; c = c.next {
-			if c.isText {
-				b.WriteString(c.text)
-			} else {
-				walk(c)
-			}
-		}
-	}
-	walk(n)
-	return b.String()
-}
-
-// collapse joins the words of s with single spaces.
-func collapse(s string) string {
-	r := renderer{}
-	r.text(s)
-	return strings.TrimSpace(string(r.inl))
-}
-
-// TruncateRunes keeps at most n code points of s (never splitting a character) and
-// says whether it cut; n <= 0 means no limit. max_length of the content tools counts
-// characters, not bytes.
-func TruncateRunes(s string, n int) (string, bool) {
-	if n <= 0 || len(s) <= n {
-		return s, false
-	}
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos], true
-		}
-		i++
-	}
-	return s, false
+	b := parseTree(src)
+	prune(b.root, false, pruner{drop: dropNever})
+	return render(b.root)
 }

@@ -63,7 +63,7 @@ const toolSchema = `{
   "type": "object",
   "properties": {
     "query": {"type": "string", "minLength": 1},
-    "max_results": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5}
+    "max_results": {"type": "integer", "minimum": 1, "default": 5, "description": "more than 10 gives 10"}
   },
   "required": ["query"],
   "additionalProperties": false

@@ -136,7 +136,8 @@ func TestToolDefinition(t *testing.T) {
 		t.Errorf("schema = %+v", schema)
 	}
 	mr := schema.Properties["max_results"]
-	if mr["type"] != "integer" || mr["minimum"] != 1.0 || mr["maximum"] != 10.0 || mr["default"] != 5.0 {
+	// Above 10 is capped, not refused (seed 001): the schema sets no maximum.
+	if mr["type"] != "integer" || mr["minimum"] != 1.0 || mr["maximum"] != nil || mr["default"] != 5.0 {
 		t.Errorf("max_results = %v", mr)
 	}
 	if q := schema.Properties["query"]; q["type"] != "string" || q["minLength"] != 1.0 {
@@ -244,6 +245,9 @@ func TestDuckDuckGo(t *testing.T) {
 	rs, err = call(t, tool, `{"query": "golang generics", "max_results": 2}`)
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("max_results 2: %d results, %v", len(rs), err)
+	}
+	if rs, err = call(t, tool, `{"query": "golang generics", "max_results": 50}`); err != nil || len(rs) != 7 {
+		t.Fatalf("max_results 50 (capped at 10): %d results, %v", len(rs), err)
 	}
 }
 

@@ -1,8 +1,11 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,18 +14,30 @@ import (
 // tool whose effect triggers a call, and so on, four times) is LOOP_DETECTED.
 const MaxDepth = 3
 
-// repeatMemory is how many recent calls per conversation the identical-call check
-// remembers. A loop repeats quickly, so the last 64 calls within the window are
-// enough, and memory stays bounded whatever the call rate.
-const repeatMemory = 64
+// scopeMemory bounds the calls and results one scope remembers: a loop repeats
+// quickly, so the most recent few hundred are enough, and memory stays bounded
+// whatever the call rate.
+const scopeMemory = 256
 
-// guard is step 5 of the pipeline: the loop guard and the rate limits.
+// guard is step 5 of the pipeline: the loop guard and the rate limits, counted per
+// scope: the run a call belongs to, else the outside client session it came
+// through (each control-socket connection, so each `ferry mcp`), else its
+// conversation, else its caller and origin.
+//
+// A loop is the same call giving the same result again and again with nothing new
+// in between, not the same call: reading a tab after it navigated, polling until
+// an answer changes, re-reading after a click all bring a result the scope had not
+// seen, and every such new result starts the counts afresh. A call that gave the
+// same result repeat_limit times in a row with nothing new between them is refused
+// before it runs the next time, unless a write (a click, a navigation, typing)
+// has run in the scope since: then it runs once more, to see what the write did.
+// A write's own repeats count like any call's, so a click and a read taking turns
+// on a page that does not change are stopped at the click.
 type guard struct {
 	mu     sync.Mutex
 	seed   maphash.Seed
 	active map[activeKey]int // calls now admitted and not finished
-	recent map[string]*ring  // conversation scope → recent call fingerprints
-	convs  map[string]*bucket
+	scopes map[string]*scope
 	global bucket
 	swept  time.Time
 }
@@ -31,8 +46,7 @@ func newGuard() *guard {
 	return &guard{
 		seed:   maphash.MakeSeed(),
 		active: map[activeKey]int{},
-		recent: map[string]*ring{},
-		convs:  map[string]*bucket{},
+		scopes: map[string]*scope{},
 	}
 }
 
@@ -41,15 +55,23 @@ type activeKey struct {
 	depth       int
 }
 
-type stamp struct {
-	fp uint64
-	at time.Time
+// scope is what the guard keeps of one run, session, conversation or caller.
+type scope struct {
+	calls  map[uint64]*repeat // call fingerprint → its latest result
+	pairs  map[uint64]time.Time
+	epoch  uint64 // bumped by every result the scope had not seen
+	writes uint64 // bumped by every write that ran
+	rate   bucket
+	last   time.Time
 }
 
-type ring struct {
-	items [repeatMemory]stamp
-	next  int
-	last  time.Time
+// repeat is a call's latest result and how often in a row it came back.
+type repeat struct {
+	result uint64
+	count  int
+	epoch  uint64 // the scope's epoch when count last grew or restarted
+	writes uint64 // the scope's writes when the call last ran
+	at     time.Time
 }
 
 // bucket is a token bucket holding up to perMinute tokens and refilling perMinute a
@@ -78,9 +100,48 @@ func (b *bucket) take(now time.Time, perMinute int) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
 }
 
-// admit runs the loop and rate checks for a call about to be confirmed and run. On
-// success the call is marked running in its trace until release is called.
-func (g *guard) admit(call *Call, canonical []byte, p *Policy, now time.Time) (release func(), f *Failure) {
+type sessionKey struct{}
+
+// WithSession marks ctx as coming through one outside client's session (a
+// control-socket connection: one `ferry mcp`, one script). The loop guard and the
+// rate limits count that session's calls apart from every other's.
+func WithSession(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+func sessionOf(ctx context.Context) string {
+	s, _ := ctx.Value(sessionKey{}).(string)
+	return s
+}
+
+// scopeKey names what a call's repeats and rate are counted in, and how a message
+// calls it.
+func scopeKey(ctx context.Context, call *Call) (key, what string) {
+	switch s := sessionOf(ctx); {
+	case call.RunID != "":
+		return "run:" + call.RunID, "this run"
+	case s != "":
+		return "session:" + s, "this client session"
+	case call.ConversationID != "":
+		return "conversation:" + call.ConversationID, "this conversation"
+	default:
+		return "caller:" + call.Caller + "|" + call.Origin, "this caller"
+	}
+}
+
+// admitted is a call the guard let through; done records its result.
+type admitted struct {
+	g     *guard
+	key   activeKey
+	scope string
+	call  uint64
+	write bool
+}
+
+// admit runs the loop and rate checks for a call about to be confirmed and run
+// (write: the tool is of kind write). On success the call is marked running in its
+// trace until done is called with its result.
+func (g *guard) admit(ctx context.Context, call *Call, canonical []byte, write bool, p *Policy, now time.Time) (*admitted, *Failure) {
 	if call.Depth > MaxDepth {
 		return nil, Failf(CodeLoopDetected, "call chain is %d deep (trace %s); the most allowed is %d: a tool's effect keeps triggering more calls", call.Depth, call.TraceID, MaxDepth)
 	}
@@ -90,10 +151,7 @@ func (g *guard) admit(call *Call, canonical []byte, p *Policy, now time.Time) (r
 	h.WriteByte(0)
 	h.Write(canonical)
 	fp := h.Sum64()
-	scope := call.ConversationID
-	if scope == "" {
-		scope = "caller:" + call.Caller + "|" + call.Origin
-	}
+	key, what := scopeKey(ctx, call)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -106,67 +164,122 @@ func (g *guard) admit(call *Call, canonical []byte, p *Policy, now time.Time) (r
 			return nil, Failf(CodeLoopDetected, "%s is already running in this call chain (trace %s, depth %d) and was called again at depth %d: a cycle", call.Tool, call.TraceID, d, call.Depth)
 		}
 	}
-	r := g.recent[scope]
-	if p.RepeatLimit > 0 {
-		if r == nil {
-			r = &ring{}
-			g.recent[scope] = r
-		}
-		n := 0
-		for _, s := range r.items {
-			if s.fp == fp && !s.at.IsZero() && now.Sub(s.at) < p.RepeatWindow {
-				n++
-			}
-		}
-		if n >= p.RepeatLimit {
-			return nil, Failf(CodeLoopDetected, "%s was called with the same arguments %d times within %s; change the arguments or the approach instead of repeating", call.Tool, n, p.RepeatWindow)
-		}
+	sc := g.scopes[key]
+	if sc == nil {
+		sc = &scope{calls: map[uint64]*repeat{}, pairs: map[uint64]time.Time{}}
+		g.scopes[key] = sc
+	}
+	sc.last = now
+	if rp := sc.calls[fp]; p.RepeatLimit > 0 && rp != nil && rp.epoch == sc.epoch && rp.writes == sc.writes && rp.count >= p.RepeatLimit && now.Sub(rp.at) < p.RepeatWindow {
+		return nil, Failf(CodeLoopDetected,
+			"%s gave the same result %d times in a row in %s with nothing new in between: a loop; change the arguments or the approach instead of repeating "+
+				"(the limit is the setting %s, `ferry config set %s N` raises it, 0 turns it off)",
+			call.Tool, rp.count, what, SettingRepeatLimit, SettingRepeatLimit)
 	}
 	if ok, wait := g.global.take(now, p.RateGlobal); !ok {
-		return nil, Failf(CodeRateLimited, "the host's rate limit of %d tool calls a minute is reached (setting %s); retry in %s", p.RateGlobal, SettingRateGlobal, wait.Round(time.Millisecond))
+		return nil, Failf(CodeRateLimited,
+			"the host's rate limit of %d tool calls a minute, all callers together, is reached (setting %s); retry in %s, or raise it with `ferry config set %s N` (0: no limit)",
+			p.RateGlobal, SettingRateGlobal, wait.Round(time.Millisecond), SettingRateGlobal)
 	}
-	if call.ConversationID != "" || p.RateConversation > 0 {
-		b := g.convs[scope]
-		if b == nil {
-			b = &bucket{}
-			g.convs[scope] = b
-		}
-		if ok, wait := b.take(now, p.RateConversation); !ok {
-			g.global.tokens++ // the call did not happen: give the global token back
-			return nil, Failf(CodeRateLimited, "this conversation's rate limit of %d tool calls a minute is reached (setting %s); retry in %s", p.RateConversation, SettingRateConversation, wait.Round(time.Millisecond))
-		}
+	if ok, wait := sc.rate.take(now, p.RateConversation); !ok {
+		g.global.tokens++ // the call did not happen: give the global token back
+		return nil, Failf(CodeRateLimited,
+			"the rate limit of %d tool calls a minute for %s is reached (setting %s); retry in %s, or raise it with `ferry config set %s N` (0: no limit)",
+			p.RateConversation, what, SettingRateConversation, wait.Round(time.Millisecond), SettingRateConversation)
 	}
-	if r != nil {
-		r.items[r.next] = stamp{fp, now}
-		r.next = (r.next + 1) % repeatMemory
-		r.last = now
-	}
-	key := activeKey{call.TraceID, call.Tool, call.Depth}
-	g.active[key]++
-	return func() {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.active[key]--; g.active[key] <= 0 {
-			delete(g.active, key)
-		}
-	}, nil
+	ak := activeKey{call.TraceID, call.Tool, call.Depth}
+	g.active[ak]++
+	return &admitted{g: g, key: ak, scope: key, call: fp, write: write}, nil
 }
 
-// sweep forgets idle conversations once a minute so the maps stay small.
+// done ends the call's run in its trace and counts its result.
+func (a *admitted) done(res Result, now time.Time) {
+	g := a.g
+	var h maphash.Hash
+	h.SetSeed(g.seed)
+	h.WriteString(string(res.Code))
+	h.WriteByte(0)
+	h.WriteString(res.Reason)
+	h.WriteByte(0)
+	// A result that cannot be encoded hashes as what was written so far: the same
+	// failure to encode, the same result.
+	json.NewEncoder(&h).Encode([3]any{res.Result, res.Expect, res.Changed})
+	result := h.Sum64()
+	pair := maphash.Comparable(g.seed, [2]uint64{a.call, result})
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active[a.key]--; g.active[a.key] <= 0 {
+		delete(g.active, a.key)
+	}
+	sc := g.scopes[a.scope]
+	if sc == nil {
+		return // swept while the call ran
+	}
+	if _, seen := sc.pairs[pair]; !seen {
+		sc.epoch++ // something new: every count starts again
+	}
+	if a.write && res.Success {
+		sc.writes++
+	}
+	sc.pairs[pair] = now
+	rp := sc.calls[a.call]
+	switch {
+	case rp == nil:
+		rp = &repeat{}
+		sc.calls[a.call] = rp
+		fallthrough
+	case rp.result != result || rp.epoch != sc.epoch:
+		*rp = repeat{result: result, count: 1, epoch: sc.epoch, writes: sc.writes, at: now}
+	default:
+		rp.count++
+		rp.writes, rp.at = sc.writes, now
+	}
+	if len(sc.calls) > scopeMemory {
+		forgetOldest(sc.calls, func(r *repeat) time.Time { return r.at })
+	}
+	if len(sc.pairs) > scopeMemory {
+		forgetOldest(sc.pairs, func(t time.Time) time.Time { return t })
+	}
+}
+
+// forgetOldest drops the oldest quarter of m.
+func forgetOldest[V any](m map[uint64]V, at func(V) time.Time) {
+	var cut []time.Time
+	for _, v := range m {
+		cut = append(cut, at(v))
+	}
+	slices.SortFunc(cut, time.Time.Compare)
+	limit := cut[len(cut)/4]
+	for k, v := range m {
+		if at(v).Before(limit) {
+			delete(m, k)
+		}
+	}
+}
+
+// ForgetRepeats clears what the loop guard counted for a run, when the person has
+// seen it stopped and chosen to let it go on.
+func (r *Registry) ForgetRepeats(runID string) {
+	g := r.guard
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if sc := g.scopes["run:"+runID]; sc != nil {
+		sc.calls = map[uint64]*repeat{}
+		sc.epoch++
+	}
+}
+
+// sweep forgets idle scopes once a minute so the map stays small.
 func (g *guard) sweep(now time.Time, p *Policy) {
 	if now.Sub(g.swept) < time.Minute {
 		return
 	}
 	g.swept = now
 	idle := max(p.RepeatWindow, 2*time.Minute)
-	for k, r := range g.recent {
-		if now.Sub(r.last) > idle {
-			delete(g.recent, k)
-		}
-	}
-	for k, b := range g.convs {
-		if now.Sub(b.at) > idle {
-			delete(g.convs, k)
+	for k, sc := range g.scopes {
+		if now.Sub(sc.last) > idle {
+			delete(g.scopes, k)
 		}
 	}
 }

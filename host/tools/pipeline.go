@@ -93,7 +93,7 @@ func fail(code Code, format string, a ...any) Result {
 	return Result{Code: code, Reason: fmt.Sprintf(format, a...)}
 }
 
-func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
+func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	call := st.call
 	// 1. lookup
 	e := r.lookup(call.Tool, call.TabID)
@@ -140,12 +140,12 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) Result {
 		return Result{Code: f.Code, Reason: f.Reason}
 	}
 
-	// 5. loop and rate guard
-	release, f := r.guard.admit(call, canonical, p, r.now())
+	// 5. loop and rate guard; the result is counted once known
+	adm, f := r.guard.admit(ctx, call, canonical, e.tool.Kind == KindWrite, p, r.now())
 	if f != nil {
 		return Result{Code: f.Code, Reason: f.Reason}
 	}
-	defer release()
+	defer func() { adm.done(res, r.now()) }()
 
 	// 6. confirmation
 	policyAsks := policyConfirms(e, p)

@@ -185,7 +185,7 @@ func TestEveryCode(t *testing.T) {
 			for i := 0; i < 2; i++ {
 				e.reg.Call(context.Background(), &Call{Tool: "e", Arguments: json.RawMessage(`{ "text" : "hi" }`), ConversationID: "c1"})
 			}
-		}, call: Call{Tool: "e", Arguments: args, ConversationID: "c1"}, code: CodeLoopDetected, want: "same arguments 2 times"},
+		}, call: Call{Tool: "e", Arguments: args, ConversationID: "c1"}, code: CodeLoopDetected, want: "same result 2 times in a row"},
 		{name: "rate limited", tool: echo("e"), setup: func(e *env) {
 			e.set(SettingRateConversation, "1")
 			e.reg.Call(context.Background(), &Call{Tool: "e", Arguments: json.RawMessage(`{"text":"a"}`), ConversationID: "c2"})

@@ -117,7 +117,7 @@ func (d Deps) get(ctx context.Context, c *http.Client, u *url.URL, maxBody int, 
 	if resp.StatusCode >= 400 {
 		snippet := p.text
 		if p.kind == kindHTML {
-			snippet = markdown.Extract(p.text).Markdown
+			snippet = markdown.Extract(p.text, resp.Request.URL).Markdown
 		}
 		snippet, _ = markdown.TruncateRunes(strings.Join(strings.Fields(snippet), " "), 300)
 		return nil, tools.Failf(tools.CodeHandlerError, "%s answered HTTP %s; the page says: %q", p.finalURL, resp.Status, snippet)

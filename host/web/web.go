@@ -1,5 +1,6 @@
 // Package web holds the host's builtin web_fetch tool: an HTTP(S) fetch behind an SSRF
-// guard, with HTML reduced to the page's main text as Markdown, JSON pretty-printed,
+// guard, with HTML reduced to the page's article as Markdown (go-readability; the whole
+// page's text when it holds no article), JSON pretty-printed,
 // plain text as is, and an optional summary through the configured model.
 //
 // Choices a caller can rely on:
@@ -113,6 +114,8 @@ type Result struct {
 	FinalURL    string `json:"final_url"`
 	Status      int    `json:"status"`
 	Title       string `json:"title,omitempty"`
+	Byline      string `json:"byline,omitempty"`
+	Published   string `json:"published,omitempty"`
 	Summarized  bool   `json:"summarized,omitempty"`
 }
 
@@ -120,8 +123,8 @@ type Result struct {
 func Tools(deps Deps) []tools.Tool {
 	return []tools.Tool{{
 		Name: "web_fetch",
-		Description: "Fetch an http(s) URL: an HTML page's main text as Markdown (navigation, sidebars, footers and ads removed), " +
-			"JSON pretty-printed, plain text as is.",
+		Description: "Fetch an http(s) URL: an HTML page's article as Markdown (navigation, sidebars, comments and ads removed; " +
+			"the whole text when it holds no article), JSON pretty-printed, plain text as is.",
 		Parameters: json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -271,8 +274,9 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 	}
 	switch page.kind {
 	case kindHTML:
-		doc := markdown.Extract(page.text)
-		res.Title, res.Content = doc.Title, doc.Markdown
+		base, _ := url.Parse(page.finalURL)
+		doc := markdown.Extract(page.text, base)
+		res.Title, res.Byline, res.Published, res.Content = doc.Title, doc.Byline, doc.Published, doc.Markdown
 	case kindJSON:
 		res.Content = prettyJSON(page.text)
 	default:

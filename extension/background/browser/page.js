@@ -7,8 +7,9 @@ import { restrictedReason, scriptingFailureReason } from './urls.js';
 import { DEFAULT_LIMITS, runUserCode } from './user-code.js';
 import { encodeBase64 } from './base64.js';
 import { checkDocument, currentDocument, documentChanged, documentParam, injectionTarget } from './document.js';
+import { createDialogs, createLeaving } from './dialogs.js';
 
-export const CONTENT_FILES = ['content/element-state.js', 'content/selectors.js', 'content/content.js'];
+export const CONTENT_FILES = ['content/element-state.js', 'content/selectors.js', 'content/content.js', 'content/capture.js', 'content/snapshot.js'];
 export const OFFSCREEN_PATH = 'offscreen/offscreen.html';
 export const OFFSCREEN_TARGET = 'ferry-offscreen';
 export const SCRIPT_TIMEOUT_MS = 30_000;
@@ -46,7 +47,7 @@ function timeoutParam(params, fallback) {
   return Math.min(t, 300_000);
 }
 
-export function createPageMethods(api, { timers = globalThis } = {}) {
+export function createPageMethods(api, { timers = globalThis, dialogs = createDialogs(api), leaving = createLeaving(api, dialogs, { timers }) } = {}) {
   /** The tab, checked scriptable; throws restricted_page with its URL. */
   async function scriptableTab(params) {
     const tab = await resolveTab(api, params);
@@ -94,9 +95,14 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     return { tab, doc };
   }
 
-  /** Calls content.js (injecting it on first use in this document). */
+  /**
+   * Calls content.js (injecting it on first use in this document). A page that
+   * waits behind a dialog fails the call at once with the dialog (dialog_open);
+   * dialogs the call met and answered come with its result as `dialogs`.
+   */
   async function content(params, method, args, { timeoutMs = CONTENT_TIMEOUT_MS } = {}) {
     const { tab, doc } = await boundTab(params);
+    dialogs.check(tab.id);
     let documentId = '';
     const call = async () => {
       const r = await injectFull(tab, { func: callContent, args: [method, args, doc?.origin ?? ''] }, doc);
@@ -121,11 +127,29 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
       }
       if (!r || r.missing) throw new Error(`the content script did not answer ${method}`);
       if (!r.ok) throw fromReport(r.error);
+      if (r.dialogs?.length && r.result && typeof r.result === 'object') r.result.dialogs = r.dialogs;
       return r.result;
     };
-    const result = await withTimeout(run(), timeoutMs, timers,
-      () => fail('timeout', `the page did not answer ${method} within ${timeoutMs} ms (it may be busy)`));
-    return { tab, result, documentId };
+    const watch = dialogs.watch(tab.id);
+    try {
+      const result = await Promise.race([
+        withTimeout(run(), timeoutMs, timers, () => fail('timeout', `the page did not answer ${method} within ${timeoutMs} ms (it may be busy)`)),
+        watch.promise,
+      ]);
+      return { tab, result, documentId };
+    } finally {
+      watch.stop();
+    }
+  }
+
+  /** Waits for a navigation's load, or until the page stops behind a dialog of the person's. */
+  async function loaded(tab, wait) {
+    const watch = dialogs.watch(tab.id);
+    try {
+      return await Promise.race([wait, watch.promise.catch(() => ({ timedOut: false, dialog: dialogs.open(tab.id) }))]);
+    } finally {
+      watch.stop();
+    }
   }
 
   function pick(params, keys) {
@@ -195,6 +219,18 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     return r.outcome;
   }
 
+  /** A navigation's result: where the tab is now, and the dialogs it met on the way. */
+  async function arrived(tab, { timedOut, dialog }, started, undrive) {
+    undrive();
+    const now = await getTab(api, tab.id);
+    const met = dialog ? [] : await leaving.met(now, started);
+    return {
+      tab_id: now.id, url: now.url ?? '', title: now.title ?? '', status: now.status ?? 'unknown', timed_out: !!timedOut,
+      ...(met.length ? { dialogs: met } : {}),
+      ...(dialog ? { dialog, note: 'the page stopped loading behind a dialog of its own, which waits for a person' } : {}),
+    };
+  }
+
   return {
     async 'browser.page.capture'(params = {}) {
       const { tab, result } = await content(params, 'capture', pick(params, ['selector', 'max_chars', 'max_elements']));
@@ -240,7 +276,7 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     },
 
     async 'browser.page.snapshot'(params = {}) {
-      const { result } = await content(params, 'snapshot', pick(params, ['max_depth', 'max_nodes']));
+      const { result } = await content(params, 'snapshot', pick(params, ['max_depth', 'max_nodes', 'offset', 'selector']));
       return result;
     },
 
@@ -261,8 +297,13 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
     },
 
     async 'browser.page.info'(params = {}) {
-      const { tab, result, documentId } = await content(params, 'info', {});
-      return { tab_id: tab.id, ...result, document_id: documentId };
+      const tab = await scriptableTab(params);
+      const open = dialogs.open(tab.id);
+      const recent = dialogs.since(tab.id, 0).slice(-5);
+      const extra = recent.length ? { dialogs: recent } : {};
+      if (open) return { tab_id: tab.id, url: tab.url ?? '', title: tab.title ?? '', ready_state: null, dialog: open, ...extra };
+      const { result, documentId } = await content({ ...params, tab_id: tab.id }, 'info', {});
+      return { tab_id: tab.id, ...result, document_id: documentId, dialog: null, ...extra };
     },
 
     // What a call would act on, for the host to bind an approval to: cheap, and
@@ -294,8 +335,11 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
       if (url !== undefined && (typeof url !== 'string' || url === '')) throw fail('invalid', 'url must be a non-empty string');
       const { tab } = await boundTab(params, { scriptable: false });
       const timeoutMs = Math.min(timeoutParam(params, MAX_WAIT_MS), MAX_WAIT_MS);
+      await leaving.check(tab);
+      const started = Date.now();
+      const undrive = await leaving.drive(url ?? (action === 'reload' ? tab.url : ''));
       // Started before the navigation, so that its "loading" update is seen.
-      const wait = waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true });
+      const wait = loaded(tab, waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true }));
       try {
         if (url !== undefined) await api.tabsUpdate(tab.id, { url });
         else if (action === 'back') await api.tabsGoBack(tab.id);
@@ -306,20 +350,32 @@ export function createPageMethods(api, { timers = globalThis } = {}) {
         if (/Cannot find a next page in history|cannot go (back|forward)/i.test(m)) {
           // The browser's own back skips entries of pages nobody interacted
           // with (Chrome's history intervention); the page's history does not.
-          if (await historyStep(tab, action)) {
-            const { timedOut } = await wait;
-            const now = await getTab(api, tab.id);
-            return { tab_id: now.id, url: now.url ?? '', title: now.title ?? '', status: now.status ?? 'unknown', timed_out: timedOut };
-          }
+          if (await historyStep(tab, action)) return arrived(tab, await wait, started, undrive);
+          undrive();
           throw fail('invalid', `cannot go ${action}: there is no page that way in the tab's history`);
         }
+        undrive();
         if (/Invalid url|Cannot navigate/i.test(m)) throw fail('invalid', `cannot open ${url}: ${m}`);
         throw err;
       }
-      const { timedOut } = await wait;
-      const now = await getTab(api, tab.id);
-      const out = { tab_id: now.id, url: now.url ?? '', title: now.title ?? '', status: now.status ?? 'unknown', timed_out: timedOut };
-      return out;
+      return arrived(tab, await wait, started, undrive);
+    },
+
+    async 'browser.page.dialog'(params = {}) {
+      const { action, text } = params;
+      if (action !== 'accept' && action !== 'dismiss') throw fail('invalid', `action must be accept or dismiss, not ${JSON.stringify(action)}`);
+      if (text !== undefined && typeof text !== 'string') throw fail('invalid', 'text must be a string');
+      const { tab } = await boundTab(params);
+      if (!(await leaving.arm(tab, action, text))) {
+        throw fail('restricted_page', `the page in tab ${tab.id} has no dialog hook (it is not an http(s) page, or it loaded before Ferry was enabled: reload it)`, { url: tab.url ?? '' });
+      }
+      const recent = dialogs.since(tab.id, 0).slice(-3);
+      return {
+        tab_id: tab.id,
+        armed: { action, ...(text !== undefined ? { text } : {}) },
+        note: 'the next dialog of this page (alert, confirm, prompt, or the question before leaving it) gets this answer; repeat the action that opens it',
+        ...(recent.length ? { recent } : {}),
+      };
     },
 
     async 'browser.page.screenshot'(params = {}) {

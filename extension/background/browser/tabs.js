@@ -80,7 +80,7 @@ export function waitForLoad(api, tabId, { timeoutMs = MAX_WAIT_MS, timers = glob
   });
 }
 
-export function createTabMethods(api, { timers = globalThis } = {}) {
+export function createTabMethods(api, { timers = globalThis, dialogs, leaving } = {}) {
   return {
     async 'browser.tabs.list'(params = {}) {
       const keep = tabFilter(params);
@@ -101,6 +101,9 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
       let tab;
       let previousUrl;
       let waiting = null;
+      if (tabId !== undefined) await leaving?.check(await getTab(api, tabId));
+      // The document it loads is driven from its first script: a dialog while loading is answered and reported.
+      const undrive = leaving ? await leaving.drive(url) : () => {};
       try {
         if (tabId !== undefined) {
           const current = await getTab(api, tabId);
@@ -115,16 +118,27 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
           tab = await api.tabsCreate(props);
         }
       } catch (err) {
+        undrive();
         if (/Invalid url|Cannot navigate to|Illegal URL/i.test(String(err?.message))) throw fail('invalid', `cannot open ${url}: ${err.message}`);
         throw tabError(err, tabId);
       }
       let timedOut = false;
+      let dialog = null;
       if (wait) {
-        const r = await (waiting ?? waitForLoad(api, tab.id, { timeoutMs, timers }));
-        timedOut = r.timedOut;
+        const load = waiting ?? waitForLoad(api, tab.id, { timeoutMs, timers });
+        const watch = dialogs?.watch(tab.id);
+        try {
+          const r = await (watch ? Promise.race([load, watch.promise.catch(() => ({ timedOut: false, dialog: dialogs.open(tab.id) }))]) : load);
+          timedOut = r.timedOut;
+          dialog = r.dialog ?? null;
+        } finally {
+          watch?.stop();
+        }
       }
+      undrive();
       const now = await getTab(api, tab.id);
       const waited = wait ? Date.now() - started : 0;
+      const met = leaving && !dialog ? await leaving.met(now, started) : [];
       return {
         tab_id: now.id,
         window_id: now.windowId,
@@ -135,12 +149,16 @@ export function createTabMethods(api, { timers = globalThis } = {}) {
         waited_ms: waited,
         timed_out: timedOut,
         ...(timedOut ? { note: `the page was still loading after ${timeoutMs} ms; it may finish later` } : {}),
+        ...(met.length ? { dialogs: met } : {}),
+        ...(dialog ? { dialog, note: 'the page stopped loading behind a dialog of its own, which waits for a person' } : {}),
       };
     },
 
     async 'browser.tabs.close'(params = {}) {
       const tabId = tabIdParam(params);
-      await checkDocument(api, await getTab(api, tabId), documentParam(params));
+      const current = await getTab(api, tabId);
+      await checkDocument(api, current, documentParam(params));
+      await leaving?.check(current);
       try {
         await api.tabsRemove(tabId);
       } catch (err) {

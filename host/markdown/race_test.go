@@ -1,0 +1,7 @@
+//go:build race
+
+package markdown
+
+// The race detector makes this package's parsing five to ten times slower: the
+// corpus and size tests scale to it.
+const raceEnabled = true
