@@ -69,3 +69,14 @@ process.stdin.on('end', () => { process.stdout.write(JSON.stringify(JSON.parse(s
 	}
 	return n, nil
 }
+
+// O200kTotal is the o200k_base tokens of all texts together; 0 and the error when
+// they cannot be counted.
+func O200kTotal(texts []string) (int, error) {
+	n, err := O200k(texts)
+	total := 0
+	for _, x := range n {
+		total += x
+	}
+	return total, err
+}

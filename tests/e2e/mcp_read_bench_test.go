@@ -70,16 +70,12 @@ func TestMCPReadHundredPages(t *testing.T) {
 		texts = append(texts, text)
 	}
 	all := time.Since(start)
-	tokens, terr := corpus.O200k(texts)
-	total := 0
-	for _, n := range tokens {
-		total += n
-	}
+	total, terr := corpus.O200kTotal(texts)
 	if terr != nil {
 		t.Logf("o200k tokens not counted: %v", terr)
 	}
 	t.Logf("%d pages through ferry mcp with default settings, no refusal: %s in all; per page (open_tab + get_tab_content) median %.0f ms, max %.0f ms; get_tab_content results %d tokens (o200k_base), %d a page on average; load %s",
-		len(pages), all.Round(time.Millisecond), medianOf(ms), maxOf(ms), total, total/max(1, len(tokens)), loadAvg())
+		len(pages), all.Round(time.Millisecond), medianOf(ms), maxOf(ms), total, total/max(1, len(texts)), loadAvg())
 }
 
 func maxOf(xs []float64) float64 {

@@ -84,11 +84,7 @@ func TestPeerReadCorpusBench(t *testing.T) {
 		texts = append(texts, text)
 		ms = append(ms, float64(d.Microseconds())/1000)
 	}
-	tokens, terr := corpus.O200k(texts)
-	total := 0
-	for _, n := range tokens {
-		total += n
-	}
+	total, terr := corpus.O200kTotal(texts)
 	if terr != nil {
 		t.Logf("o200k tokens not counted: %v", terr)
 	}
