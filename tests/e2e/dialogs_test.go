@@ -199,6 +199,11 @@ func TestDialogs(t *testing.T) {
 	})
 
 	t.Run("beforeunload", func(t *testing.T) {
+		// Navigating a tab that is open already is off until a person allows it.
+		if out, err := ferry(t, s.home, "config", "set", "browser.allow_navigate", "true"); err != nil {
+			t.Fatal(out)
+		}
+		time.Sleep(1100 * time.Millisecond) // the pipeline's settings refresh
 		pageCtx, tab := s.openTab(srv.URL + "/leave")
 		// The browser asks before leaving only a page the person has used: a real click.
 		if err := chromedp.Do(pageCtx, chromedp.Click("#t")); err != nil {

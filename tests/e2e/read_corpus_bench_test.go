@@ -57,6 +57,12 @@ func TestReadCorpusBench(t *testing.T) {
 	}
 	s := start(t, 20*time.Minute)
 	srv := corpusServer(t, pages)
+	// Pages are read one after another in one tab: navigating a tab that is open
+	// already is off until a person allows it (the one setting off its default).
+	if out, err := ferry(t, s.home, "config", "set", "browser.allow_navigate", "true"); err != nil {
+		t.Fatal(out)
+	}
+	time.Sleep(1100 * time.Millisecond) // the pipeline's settings refresh
 	call := func(name string, args map[string]any) (map[string]any, json.RawMessage, time.Duration, error) {
 		t.Helper()
 		var r struct {
