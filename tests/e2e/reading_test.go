@@ -7,7 +7,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -49,20 +48,6 @@ func readingServer(t *testing.T) *httptest.Server {
 		fmt.Fprint(w, `<!doctype html><title>counter</title><main><h1>Queue</h1><p id="n">Item 0</p><button id="next" onclick="const p = document.getElementById('n'); p.textContent = 'Item ' + (Number(p.textContent.slice(5)) + 1)">Next</button></main>`)
 	})
 	return loopbackServer(t, mux)
-}
-
-// loopbackServer serves h on 127.0.0.1 (not "localhost", which names another
-// origin) until the test ends.
-func loopbackServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: h}}
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // waitControl waits until the browser's host listens on its control socket, where
