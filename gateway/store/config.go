@@ -459,11 +459,19 @@ func (s *Store) SetUpstream(ctx context.Context, actor string, u Upstream) (crea
 		}
 		return s.bumpGeneration(ctx, t)
 	})
+	if err == nil && !created && u.APIKey != "" {
+		s.scrub(ctx)
+	}
 	return created, err
 }
 
-// RemoveUpstream deletes an upstream no route uses.
-func (s *Store) RemoveUpstream(ctx context.Context, actor, name string) error {
+// RemoveUpstream deletes an upstream no route uses; its key leaves no trace in the file.
+func (s *Store) RemoveUpstream(ctx context.Context, actor, name string) (err error) {
+	defer func() {
+		if err == nil {
+			s.scrub(ctx)
+		}
+	}()
 	return s.change(ctx, actor, "upstream.remove", name, nil, func(t *sql.Tx) error {
 		var routes []string
 		rows, err := t.QueryContext(ctx, s.q(`SELECT model FROM routes WHERE upstream = ? OR ','||fallbacks||',' LIKE ? ORDER BY model`), name, "%,"+name+",%")

@@ -116,6 +116,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "foreign_keys(1)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		// A removed or replaced upstream key is overwritten in the file, not left in a
+		// free page for anyone who copies it to read.
+		q.Add("_pragma", "secure_delete(1)")
 		q.Set("_txlock", "immediate")
 		db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 		if err != nil {
@@ -142,6 +145,15 @@ func redactURLError(err error) error {
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
+
+// scrub moves what a write overwrote out of SQLite's write-ahead log, where the old
+// page (an old key) would otherwise stay until the next automatic checkpoint. It is
+// best effort: a reader holding the log open only delays it.
+func (s *Store) scrub(ctx context.Context) {
+	if s.engine == SQLite {
+		s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+}
 
 // Engine is SQLite or Postgres.
 func (s *Store) Engine() string { return s.engine }

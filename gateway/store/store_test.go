@@ -300,3 +300,34 @@ func TestOrphanedReservationsReleased(t *testing.T) {
 		}
 	})
 }
+
+// A removed or replaced upstream key is not left readable in the database file or its
+// write-ahead log, while the gateway still has them open.
+func TestUpstreamKeysLeaveNoTrace(t *testing.T) {
+	dsn := storetest.SQLite(t)
+	s := open(t, dsn)
+	old, replaced := "sk-gw-old-7f3a9c1e5b", "sk-gw-removed-2d8e4f6a0c"
+	for _, u := range []store.Upstream{
+		{Name: "rotated", Kind: "openai", BaseURL: "http://127.0.0.1:1/v1", APIKey: old},
+		{Name: "rotated", Kind: "openai", BaseURL: "http://127.0.0.1:1/v1", APIKey: "sk-gw-new-kept"},
+		{Name: "gone", Kind: "openai", BaseURL: "http://127.0.0.1:2/v1", APIKey: replaced},
+	} {
+		if _, err := s.SetUpstream(ctx, "cli:test", u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.RemoveUpstream(ctx, "cli:test", "gone"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{dsn, dsn + "-wal"} {
+		b, err := os.ReadFile(f)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, key := range []string{old, replaced} {
+			if strings.Contains(string(b), key) {
+				t.Errorf("%s still holds the key %s", f, key)
+			}
+		}
+	}
+}
