@@ -41,6 +41,7 @@ type AuditFilter struct {
 	Tool   string    `json:"tool,omitempty"`
 	Code   string    `json:"code,omitempty"`
 	Origin string    `json:"origin,omitempty"`
+	Caller string    `json:"caller,omitempty"`
 	Limit  int       `json:"limit,omitempty"`
 }
 
@@ -273,7 +274,7 @@ func (f AuditFilter) where() (string, []any) {
 	if !f.Until.IsZero() {
 		conds, args = append(conds, "time < ?"), append(args, formatTime(f.Until))
 	}
-	for _, c := range []struct{ col, v string }{{"tool", f.Tool}, {"code", f.Code}, {"origin", f.Origin}} {
+	for _, c := range []struct{ col, v string }{{"tool", f.Tool}, {"code", f.Code}, {"origin", f.Origin}, {"caller", f.Caller}} {
 		if c.v != "" {
 			conds, args = append(conds, c.col+" = ?"), append(args, c.v)
 		}
@@ -302,6 +303,12 @@ func (db *DB) QueryAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, erro
 		return nil
 	})
 	return out, err
+}
+
+// EachAudit calls each for every matching row, newest first, up to f.Limit rows (0:
+// all of them), without holding them all in memory.
+func (db *DB) EachAudit(ctx context.Context, f AuditFilter, each func(AuditEntry) error) error {
+	return db.scanAudit(ctx, f, "DESC", f.Limit, each)
 }
 
 // ExportAuditJSONL writes every matching row, oldest first, one JSON object a line.

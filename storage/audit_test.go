@@ -34,6 +34,9 @@ func TestAuditLogWriteQueryExport(t *testing.T) {
 				if n%10 == 0 {
 					e.Origin = "https://x.example"
 				}
+				if n%4 == 0 {
+					e.Caller = "mcp"
+				}
 				a.Record(e)
 			}
 		}()
@@ -67,6 +70,8 @@ func TestAuditLogWriteQueryExport(t *testing.T) {
 		{AuditFilter{Tool: "a", Limit: 5000}, 500},
 		{AuditFilter{Code: "HANDLER_ERROR", Limit: 5000}, 334},
 		{AuditFilter{Origin: "https://x.example", Limit: 5000}, 100},
+		{AuditFilter{Caller: "mcp", Limit: 5000}, 250},
+		{AuditFilter{Caller: "mcp", Origin: "https://x.example", Limit: 5000}, 50},
 		{AuditFilter{Since: base.Add(10 * time.Second), Until: base.Add(20 * time.Second)}, 10},
 		{AuditFilter{}, 100},
 	} {
@@ -74,6 +79,25 @@ func TestAuditLogWriteQueryExport(t *testing.T) {
 		if err != nil || len(rows) != c.want {
 			t.Errorf("%+v: %d rows, want %d (%v)", c.f, len(rows), c.want, err)
 		}
+	}
+	// EachAudit streams newest first, every row when no limit is given.
+	var seen []AuditEntry
+	if err := db.EachAudit(ctx, AuditFilter{Caller: "mcp"}, func(e AuditEntry) error {
+		seen = append(seen, e)
+		return nil
+	}); err != nil || len(seen) != 250 {
+		t.Fatalf("EachAudit: %d rows, %v", len(seen), err)
+	}
+	if !seen[0].Time.Equal(base.Add(996*time.Second)) || !seen[0].Time.After(seen[1].Time) || seen[0].Caller != "mcp" {
+		t.Fatalf("EachAudit order: %v, %v", seen[0].Time, seen[1].Time)
+	}
+	seen = nil
+	db.EachAudit(ctx, AuditFilter{Caller: "mcp", Limit: 3}, func(e AuditEntry) error {
+		seen = append(seen, e)
+		return nil
+	})
+	if len(seen) != 3 {
+		t.Fatalf("EachAudit with limit 3: %d rows", len(seen))
 	}
 	var buf bytes.Buffer
 	n, err := db.ExportAuditJSONL(ctx, &buf, AuditFilter{Tool: "b"})
