@@ -57,7 +57,7 @@ export function auditParams(form) {
   const until = localToRFC3339(form.until);
   if (since) p.since = since;
   if (until) p.until = until;
-  for (const key of ['tool', 'code', 'origin']) {
+  for (const key of ['tool', 'code', 'origin', 'caller']) {
     const v = String(form[key] ?? '').trim();
     if (v) p[key] = v;
   }

@@ -137,7 +137,8 @@ async function removeProvider(p) {
 function auditForm() {
   return {
     since: $('af-since').value, until: $('af-until').value, tool: $('af-tool').value,
-    origin: $('af-origin').value, code: $('af-code').value, limit: $('af-limit').value,
+    origin: $('af-origin').value, code: $('af-code').value, caller: $('af-caller').value,
+    limit: $('af-limit').value,
   };
 }
 
@@ -158,7 +159,8 @@ async function searchAudit(e) {
       const when = new Date(row.time);
       tr.append(
         el('td', { text: Number.isNaN(when.getTime()) ? String(row.time ?? '') : when.toLocaleString(t('htmlLang')) }),
-        el('td', { text: row.tool ?? '' }), el('td', { text: row.origin ?? '' }), el('td', { text: row.code || (row.success ? 'OK' : '') }),
+        el('td', { text: row.caller ?? '' }), el('td', { text: row.tool ?? '' }), el('td', { text: row.origin ?? '' }),
+        el('td', { text: row.code || (row.success ? 'OK' : '') }),
         el('td', { text: String(auditDurationMs(row)) }),
       );
       const show = () => {

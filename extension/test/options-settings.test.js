@@ -37,11 +37,12 @@ describe('provider form', () => {
 
 describe('audit filter', () => {
   it('leaves out empty fields and converts local times to RFC 3339', () => {
-    assert.deepEqual(auditParams({ tool: ' ', code: '', origin: '', limit: '' }), {});
-    const p = auditParams({ since: '2026-01-02T03:04', tool: 'click', code: 'USER_REJECTED', origin: 'https://a.example', limit: '50' });
+    assert.deepEqual(auditParams({ tool: ' ', code: '', origin: '', caller: ' ', limit: '' }), {});
+    const p = auditParams({ since: '2026-01-02T03:04', tool: 'click', code: 'USER_REJECTED', origin: 'https://a.example', caller: ' mcp ', limit: '50' });
     assert.equal(p.since, new Date('2026-01-02T03:04').toISOString());
     assert.equal(p.limit, 50);
     assert.equal(p.tool, 'click');
+    assert.equal(p.caller, 'mcp');
     assert.equal(localToRFC3339('nonsense'), '');
   });
 

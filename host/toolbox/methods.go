@@ -78,11 +78,12 @@ type auditParams struct {
 	Tool   string `json:"tool,omitempty"`
 	Code   string `json:"code,omitempty"`
 	Origin string `json:"origin,omitempty"`
+	Caller string `json:"caller,omitempty"`
 	Limit  int    `json:"limit,omitempty"`
 }
 
 func (p auditParams) filter() (storage.AuditFilter, error) {
-	f := storage.AuditFilter{Tool: p.Tool, Code: p.Code, Origin: p.Origin, Limit: p.Limit}
+	f := storage.AuditFilter{Tool: p.Tool, Code: p.Code, Origin: p.Origin, Caller: p.Caller, Limit: p.Limit}
 	for _, t := range []struct {
 		name string
 		v    string
