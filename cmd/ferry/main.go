@@ -27,6 +27,7 @@ var commands = []command{
 	{"secret", "store a secret read from stdin: secret set|delete|list [KEY]", cmdSecret},
 	{"tools", "list the tools the host offers", cmdTools},
 	{"call", "call one tool through the full pipeline: call NAME [JSON-ARGS]", cmdCall},
+	{"audit", "the audit log of tool calls, newest first: audit [--since DATE] [--tool T] [--code C] [--json]…", cmdAudit},
 	{"provider", "manage model providers: provider add|list|remove|test", cmdProvider},
 	{"run", "run the agent in the terminal: run [--provider ID] [--json] [--local] PROMPT", cmdRun},
 	{"mcp", "an MCP server on stdio for other agents (claude mcp add ferry -- ferry mcp)", cmdMCP},

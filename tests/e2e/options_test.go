@@ -464,3 +464,27 @@ func TestReadableAt200PercentZoom(t *testing.T) {
 	}
 	screenshot(t, opts, "options-zoom200-en.png")
 }
+
+// TestOptionsAuditAndTerminalAgree: a call from the browser and one from the
+// terminal are in both views of the audit log, the options page (filtered by caller)
+// and `ferry audit`.
+func TestOptionsAuditAndTerminalAgree(t *testing.T) {
+	s := start(t, 90*time.Second)
+	var res map[string]any
+	s.must("tools.call", map[string]any{"name": "list_tasks", "arguments": map[string]any{}}, &res)
+	if out, err := ferry(t, s.home, "call", "no_such_tool"); err == nil || !strings.Contains(out, "NOT_FOUND") {
+		t.Fatalf("ferry call: %v %s", err, out)
+	}
+	tab := s.page("options/options.html", 1100, 1400)
+	rows := `[...document.querySelectorAll('#audit-rows tr')].map((tr) => [...tr.cells].map((c) => c.textContent))`
+	s.waitIn(tab, "both calls listed", rows+`.length === 2`)
+	s.typeInto(tab, "#af-caller", "cli")
+	s.click(tab, `#audit-form button[type="submit"]`)
+	s.waitIn(tab, "the terminal's call alone", rows+`.length === 1 && `+rows+`[0][1] === 'cli' && `+rows+`[0][2] === 'no_such_tool' && `+rows+`[0][4] === 'NOT_FOUND'`)
+
+	out, err := ferry(t, s.home, "audit", "--caller", "extension", "--json")
+	var row struct{ Tool, Caller string }
+	if err != nil || json.Unmarshal([]byte(out), &row) != nil || row.Tool != "list_tasks" || row.Caller != "extension" {
+		t.Fatalf("ferry audit --caller extension: %v %s", err, out)
+	}
+}
