@@ -26,7 +26,11 @@ func openDB(stderr io.Writer) (*storage.DB, bool) {
 
 func cmdConfig(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: ferry config get KEY | set KEY VALUE | unset KEY | list"
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	if wantsHelp(args) {
+		fmt.Fprintln(stdout, use+"\n\nlist shows every setting with its value, its default and what it does.")
+		return 0
+	}
+	if len(args) == 0 {
 		fmt.Fprintln(stderr, use)
 		return 2
 	}
@@ -97,6 +101,10 @@ func cmdConfig(args []string, stdout, stderr io.Writer) int {
 
 func cmdSecret(args []string, stdout, stderr io.Writer) int {
 	const use = "usage: ferry secret set KEY (value read from stdin) | delete KEY | list"
+	if wantsHelp(args) {
+		fmt.Fprintln(stdout, use)
+		return 0
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, use)
 		return 2
@@ -149,4 +157,16 @@ func cmdSecret(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// wantsHelp says whether args ask for help: -h or --help as the verb or the key, so
+// that `ferry secret delete -h` shows the usage instead of deleting a secret named
+// -h (a value, `config set KEY -h`, is taken as given).
+func wantsHelp(args []string) bool {
+	for _, a := range args[:min(len(args), 2)] {
+		if a == "-h" || a == "-help" || a == "--help" {
+			return true
+		}
+	}
+	return false
 }
