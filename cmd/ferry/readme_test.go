@@ -1,0 +1,171 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// readmeCommandRows is the first cell of each row of the README's command table.
+func readmeCommandRows(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Command line\n")
+	if !ok {
+		t.Fatal("README has no Command line section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n\n`FERRY_HOME`")
+	var rows []string
+	for _, l := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		// A cell ends at the first | that is not escaped (\|) inside a command.
+		cell := regexp.MustCompile(`^\| ((?:[^|\\]|\\.)*) \|`).FindStringSubmatch(l)
+		if cell == nil {
+			t.Fatalf("README command row without a first cell: %q", l)
+		}
+		rows = append(rows, strings.ReplaceAll(cell[1], `\|`, "|"))
+	}
+	return rows
+}
+
+var (
+	backticked = regexp.MustCompile("`([^`]+)`")
+	// A flag in a README command (--name) or at the start of a line of a command's
+	// help (Go's "  -name type" or a written "  --name ARG").
+	readmeFlag = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
+	helpFlag   = regexp.MustCompile(`(?m)^\s{1,6}--?([a-z][a-z0-9-]*)\b`)
+	subWord    = regexp.MustCompile(`^[a-z]+$`)
+)
+
+// TestREADMECommandTable holds the README's command table to the binary: the
+// commands are those `ferry help` lists, and each command the table shows with its
+// flags has exactly the flags its own help lists.
+func TestREADMECommandTable(t *testing.T) {
+	rows := readmeCommandRows(t)
+	if len(rows) < 10 {
+		t.Fatalf("only %d rows in the README's command table", len(rows))
+	}
+	out, err := exec.Command(ferryBin, "help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, list, _ := strings.Cut(string(out), "Commands:\n")
+	list, _, _ = strings.Cut(list, "\n\n")
+	var helped []string
+	for _, l := range strings.Split(list, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			helped = append(helped, f[0])
+		}
+	}
+
+	documented := map[string]bool{}
+	checked := 0
+	for _, row := range rows {
+		spans := backticked.FindAllStringSubmatch(row, -1)
+		words := strings.Fields(spans[0][1])
+		if words[0] != "ferry" {
+			t.Errorf("README command row does not start with ferry: %q", row)
+			continue
+		}
+		if len(words) == 1 {
+			continue // host mode, started by a browser
+		}
+		name := words[1]
+		documented[name] = true
+		if strings.Contains(row, "(same flags)") || name == "gateway" {
+			continue // the gateway has its own section and help
+		}
+		for i, span := range spans {
+			w := strings.Fields(span[1])
+			var cmd []string
+			switch {
+			case i == 0 && len(w) > 2 && subWord.MatchString(w[2]):
+				cmd = []string{name, w[2]}
+			case i == 0:
+				cmd = []string{name}
+			case subWord.MatchString(w[0]):
+				cmd = []string{name, w[0]} // "… / remove ID / test [ID]": more of the same command
+			default:
+				continue // a value in the description, not a command
+			}
+			if name == "config" || name == "secret" || name == "version" {
+				continue // no flags: their help is a usage line
+			}
+			want := flagSet(readmeFlag.FindAllStringSubmatch(span[1], -1))
+			help, _ := ferryHelp(t, cmd)
+			got := flagSet(helpFlag.FindAllStringSubmatch(help, -1))
+			if strings.Join(want, " ") != strings.Join(got, " ") {
+				t.Errorf("README: `ferry %s` has the flags %v; its -h lists %v:\n%s", strings.Join(cmd, " "), want, got, help)
+			}
+			checked++
+		}
+	}
+	if checked < 10 {
+		t.Errorf("only %d commands' flags compared", checked)
+	}
+	for _, name := range helped {
+		if !documented[name] {
+			t.Errorf("ferry help lists %s, which the README's command table does not", name)
+		}
+		delete(documented, name)
+	}
+	for name := range documented {
+		t.Errorf("the README's command table has ferry %s, which ferry help does not list", name)
+	}
+}
+
+func flagSet(m [][]string) []string {
+	var out []string
+	for _, f := range m {
+		if !slices.Contains(out, f[1]) {
+			out = append(out, f[1])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ferryHelp is what `ferry CMD… -h` prints, on either stream, in an empty data
+// directory.
+func ferryHelp(t *testing.T, cmd []string) (string, int) {
+	t.Helper()
+	c := exec.Command(ferryBin, append(cmd, "-h")...)
+	c.Env = append(os.Environ(), "FERRY_HOME="+t.TempDir())
+	out, _ := c.CombinedOutput()
+	return string(out), c.ProcessState.ExitCode()
+}
+
+// Help never acts: -h as a subcommand's argument prints the usage on stdout and
+// leaves the data alone (it once deleted a secret named -h).
+func TestHelpNeverActs(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command(ferryBin, "secret", "set", "-h")
+	cmd.Env = append(os.Environ(), "FERRY_HOME="+home)
+	cmd.Stdin = strings.NewReader("value\n")
+	if out, err := cmd.Output(); err != nil || !strings.Contains(string(out), "usage: ferry secret") {
+		t.Fatalf("secret set -h: %v %s", err, out)
+	}
+	for _, args := range [][]string{{"secret", "delete", "-h"}, {"config", "get", "--help"}, {"config", "-h"}} {
+		out, code := ferryCmd(t, home, args...)
+		if code != 0 || !strings.Contains(out, "usage: ferry "+args[0]) {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
+	if out, _ := ferryCmd(t, home, "secret", "list"); strings.TrimSpace(out) != "" {
+		t.Errorf("secrets after help: %q", out)
+	}
+	// A value is a value, even -h.
+	ferryCmd(t, home, "config", "set", "agent.system_prompt", "-h")
+	if out, _ := ferryCmd(t, home, "config", "get", "agent.system_prompt"); strings.TrimSpace(out) != "-h" {
+		t.Errorf("config set KEY -h stored %q", out)
+	}
+}
