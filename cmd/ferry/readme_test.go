@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -44,6 +45,8 @@ var (
 	readmeFlag = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 	helpFlag   = regexp.MustCompile(`(?m)^\s{1,6}--?([a-z][a-z0-9-]*)\b`)
 	subWord    = regexp.MustCompile(`^[a-z]+$`)
+	// A default stated right after a setting: "… default `V`" or "`V` (default".
+	statedDefault = regexp.MustCompile("(?:default:?\\s+`([^`]*)`|`([^`]*)` \\(default)")
 )
 
 // TestREADMECommandTable holds the README's command table to the binary: the
@@ -167,5 +170,158 @@ func TestHelpNeverActs(t *testing.T) {
 	ferryCmd(t, home, "config", "set", "agent.system_prompt", "-h")
 	if out, _ := ferryCmd(t, home, "config", "get", "agent.system_prompt"); strings.TrimSpace(out) != "-h" {
 		t.Errorf("config set KEY -h stored %q", out)
+	}
+}
+
+// readmeWithout is the README less the sections named (their settings are another
+// program's: the gateway's).
+func readmeWithout(t *testing.T, sections ...string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, name := range sections {
+		start := strings.Index(s, "\n## "+name+"\n")
+		if start < 0 {
+			t.Fatalf("README has no %s section", name)
+		}
+		end := strings.Index(s[start+1:], "\n## ")
+		if end < 0 {
+			s = s[:start]
+		} else {
+			s = s[:start] + s[start+1+end:]
+		}
+	}
+	return s
+}
+
+// wireNames are the method names the protocol documents list (host.hello,
+// audit.query, browser.page.capture…), which look like setting keys.
+func wireNames(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, doc := range []string{"PROTOCOL.md", "BROWSER.md", "PAGES.md"} {
+		b, err := os.ReadFile("../../protocol/" + doc)
+		if os.IsNotExist(err) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)`").FindAllStringSubmatch(string(b), -1) {
+			names[m[1]] = true
+		}
+	}
+	return names
+}
+
+// TestREADMESettings holds the settings the README names to `ferry config list`:
+// each exists, and a default the README states is the one in force.
+func TestREADMESettings(t *testing.T) {
+	out, code := ferryCmd(t, t.TempDir(), "config", "list")
+	if code != 0 {
+		t.Fatalf("ferry config list: exit %d", code)
+	}
+	defaults := map[string]string{}
+	prefixes := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^(\S+) = (.*) \(default\)$`).FindAllStringSubmatch(out, -1) {
+		defaults[m[1]] = m[2]
+		prefixes[strings.SplitN(m[1], ".", 2)[0]] = true
+	}
+	if len(defaults) < 30 {
+		t.Fatalf("only %d settings in ferry config list:\n%s", len(defaults), out)
+	}
+	wire := wireNames(t)
+	// Fenced blocks out (their ``` would pair with the wrong backticks), their
+	// `ferry config set` lines kept.
+	readme := regexp.MustCompile("(?s)```[a-z]*\n(.*?)```").ReplaceAllStringFunc(readmeWithout(t, "Team gateway"), func(block string) string {
+		var keep []string
+		for _, l := range strings.Split(block, "\n") {
+			if strings.HasPrefix(l, "ferry config set ") {
+				keep = append(keep, "`"+l+"`")
+			}
+		}
+		return strings.Join(keep, "\n")
+	})
+	key := regexp.MustCompile(`^[a-z][a-z_]*(\.[a-z_]+)+$`)
+	named := 0
+	for _, span := range backticked.FindAllStringSubmatchIndex(readme, -1) {
+		text := readme[span[2]:span[3]]
+		k, value, isSet := strings.Cut(strings.TrimPrefix(text, "ferry config set "), " ")
+		if !key.MatchString(k) || !prefixes[strings.SplitN(k, ".", 2)[0]] || wire[k] {
+			continue
+		}
+		named++
+		def, ok := defaults[k]
+		if !ok {
+			t.Errorf("README names the setting %s, which ferry config list does not have", k)
+			continue
+		}
+		if isSet {
+			if _, stderr, code := ferryRun(t, t.TempDir(), nil, "config", "set", k, strings.Fields(value)[0]); code != 0 {
+				t.Errorf("README's `%s` is refused: %s", text, stderr)
+			}
+			continue
+		}
+		after := readme[span[1]:min(len(readme), span[1]+160)]
+		after, _, _ = strings.Cut(after, "\n\n")
+		for _, next := range backticked.FindAllStringSubmatchIndex(after, -1) {
+			if n := after[next[2]:next[3]]; key.MatchString(n) && prefixes[strings.SplitN(n, ".", 2)[0]] {
+				after = after[:next[0]] // up to the next setting
+				break
+			}
+		}
+		for _, m := range statedDefault.FindAllStringSubmatch(after, 1) {
+			if v := m[1] + m[2]; v != def {
+				t.Errorf("README says %s defaults to %q; ferry config list says %q", k, v, def)
+			}
+		}
+	}
+	if named < 15 {
+		t.Errorf("only %d settings found in the README", named)
+	}
+}
+
+// TestREADMETools holds the README's lists of builtin and browser tools to the
+// tools `ferry tools` lists as builtin.
+func TestREADMETools(t *testing.T) {
+	out, code := ferryCmd(t, t.TempDir(), "tools", "--json")
+	var l listed
+	if code != 0 || json.Unmarshal([]byte(out), &l) != nil {
+		t.Fatalf("ferry tools --json: exit %d: %s", code, out)
+	}
+	var builtins []string
+	for _, tool := range l.Tools {
+		if tool.Source == "builtin" {
+			builtins = append(builtins, tool.Name)
+		}
+	}
+	sort.Strings(builtins)
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "\n## Tools\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var listedNames []string
+	for _, lead := range []string{"\nBuiltin tools: ", "\nBrowser tools ("} {
+		_, para, ok := strings.Cut(sec, lead)
+		if !ok {
+			t.Fatalf("the README's Tools section has no paragraph starting %q", strings.TrimSpace(lead))
+		}
+		para, _, _ = strings.Cut(para, "\n\n")
+		if lead == "\nBrowser tools (" {
+			para, _, _ = strings.Cut(para, ")")
+		}
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(para, -1) {
+			if !strings.Contains(m[1], ".") && !slices.Contains(listedNames, m[1]) && !strings.HasPrefix(m[1], "agent.") {
+				listedNames = append(listedNames, m[1])
+			}
+		}
+	}
+	sort.Strings(listedNames)
+	if strings.Join(listedNames, " ") != strings.Join(builtins, " ") {
+		t.Errorf("the README's Tools section lists\n  %v\nferry tools lists the builtins\n  %v", listedNames, builtins)
 	}
 }
