@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -323,5 +325,61 @@ func TestREADMETools(t *testing.T) {
 	sort.Strings(listedNames)
 	if strings.Join(listedNames, " ") != strings.Join(builtins, " ") {
 		t.Errorf("the README's Tools section lists\n  %v\nferry tools lists the builtins\n  %v", listedNames, builtins)
+	}
+}
+
+// TestREADMEFuzzTargets holds the README's list of fuzz targets to the fuzz
+// functions of the repository: each in the package the README names.
+func TestREADMEFuzzTargets(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(b), "The fuzz\ntargets: ")
+	if !ok {
+		t.Fatal("README has no list of fuzz targets")
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	listed := map[string]string{}
+	for _, clause := range strings.Split(strings.ReplaceAll(para, "\n", " "), ";") {
+		names, pkg, ok := strings.Cut(clause, " in `")
+		if !ok {
+			t.Fatalf("README fuzz clause without its package: %q", clause)
+		}
+		pkg, _, _ = strings.Cut(pkg, "`")
+		for _, m := range regexp.MustCompile("`(Fuzz\\w+)`").FindAllStringSubmatch(names, -1) {
+			listed[m[1]+" "+pkg] = pkg
+		}
+	}
+	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
+	root := "../.."
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, m := range fuzz.FindAllStringSubmatch(string(src), -1) {
+			if _, ok := listed[m[1]+" "+filepath.ToSlash(rel)]; !ok {
+				t.Errorf("%s in %s is not in the README's list of fuzz targets", m[1], rel)
+			}
+			delete(listed, m[1]+" "+filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range listed {
+		t.Errorf("the README lists the fuzz target %s, which is not there", k)
 	}
 }
