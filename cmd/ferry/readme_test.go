@@ -383,3 +383,57 @@ func TestREADMEFuzzTargets(t *testing.T) {
 		t.Errorf("the README lists the fuzz target %s, which is not there", k)
 	}
 }
+
+// TestREADMELayout holds the README's layout table to the tree: every path it names
+// exists, and every top-level folder, every room under host/ and every folder under
+// tests/ is named.
+func TestREADMELayout(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README has no Layout section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	named := map[string]bool{}
+	for _, l := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		cells := strings.SplitN(l, "|", 4)
+		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
+			p := strings.TrimSuffix(m[1], "/")
+			named[p] = true
+			named[strings.SplitN(p, "/", 2)[0]] = true // cmd/ferry names cmd
+			if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+				t.Errorf("the README's layout names %s: %v", m[1], err)
+			}
+		}
+		// "(`e2e`), (`bench`)": the folders of tests/ are named in its description.
+		if strings.Contains(cells[1], "`tests/`") {
+			for _, m := range backticked.FindAllStringSubmatch(cells[2], -1) {
+				named["tests/"+m[1]] = true
+			}
+		}
+	}
+	for _, dir := range []string{".", "host", "tests"} {
+		entries, err := os.ReadDir(filepath.Join("../..", dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			p := filepath.ToSlash(filepath.Join(dir, e.Name()))
+			if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || e.Name() == "testdata" || e.Name() == "node_modules" {
+				continue
+			}
+			if dir == "." && (e.Name() == "dist") {
+				continue // release output, git-ignored
+			}
+			if !named[p] {
+				t.Errorf("%s is not in the README's layout table", p)
+			}
+		}
+	}
+}
