@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 )
 
@@ -12,12 +13,13 @@ import (
 // method's own code runs: no handler repeats that prologue, and a misspelt field is
 // refused the same way everywhere.
 type Mux struct {
-	table map[string]func(context.Context, json.RawMessage) (any, error)
+	table  map[string]func(context.Context, json.RawMessage) (any, error)
+	params map[string]reflect.Type
 }
 
 // NewMux returns an empty table.
 func NewMux() *Mux {
-	return &Mux{table: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	return &Mux{table: map[string]func(context.Context, json.RawMessage) (any, error){}, params: map[string]reflect.Type{}}
 }
 
 // Handle registers the method name on mux: fn receives the params decoded into P
@@ -39,6 +41,13 @@ func Handle[P any](mux *Mux, name string, fn func(ctx context.Context, params P)
 		res, err := fn(ctx, p)
 		return res, WireError(err)
 	}
+	mux.params[name] = reflect.TypeFor[P]()
+}
+
+// Params is the type the method decodes its params into (nil: no such method), so
+// that the documentation of each method's params can be held to the code.
+func (m *Mux) Params(name string) reflect.Type {
+	return m.params[name]
 }
 
 // Has reports whether name is registered.
