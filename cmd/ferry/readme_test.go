@@ -437,3 +437,49 @@ func TestREADMELayout(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMETroubleshooting: the states the README's troubleshooting table names are
+// the ones the options page shows (in English), word for word, and every state that
+// is a problem has its row.
+func TestREADMETroubleshooting(t *testing.T) {
+	b, err := os.ReadFile("../../extension/_locales/en/messages.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var messages map[string]struct{ Message string }
+	if err := json.Unmarshal(b, &messages); err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(readme), "| the options page says | do |")
+	sec, _, _ = strings.Cut(sec, "\n\n")
+	shown := map[string]bool{}
+	for _, l := range strings.Split(sec, "\n")[2:] {
+		if cells := strings.Split(l, "|"); len(cells) > 2 {
+			for _, s := range strings.Split(cells[1], ",") {
+				shown[strings.TrimSpace(s)] = true
+			}
+		}
+	}
+	problems := 0
+	for key, m := range messages {
+		// The host states the page shows (statusX); being connected is no problem.
+		if !strings.HasPrefix(key, "status") || key == "statusConnected" || key == "statusConnecting" {
+			continue
+		}
+		problems++
+		if !shown[m.Message] {
+			t.Errorf("the options page shows %q (%s), which the README's troubleshooting table does not name", m.Message, key)
+		}
+		delete(shown, m.Message)
+	}
+	for s := range shown {
+		t.Errorf("the README's troubleshooting table names %q, which the options page never shows", s)
+	}
+	if problems < 4 {
+		t.Errorf("only %d problem states among the messages", problems)
+	}
+}
