@@ -24,8 +24,9 @@ const auditUsage = `usage: ferry audit [--since DATE] [--until DATE] [--tool T] 
 Prints the audit log: every tool call the pipeline saw, whoever made it and whatever
 became of it (refusals included), newest first: the rows of the options page's audit
 log. It reads the database in Ferry's data directory, so no host needs to be running.
-A running host writes each call's row as the call ends (within a second, even in a
-burst); ferry call writes its row before it exits.
+How fresh: a running host queues each call's row as the call ends and writes what
+has queued at once, so a call that has returned is listed within a second (mostly
+within milliseconds); ferry call writes its row before it exits.
 
   --since DATE   only rows from DATE on
   --until DATE   only rows before DATE
