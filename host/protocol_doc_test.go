@@ -31,6 +31,8 @@ func hostMethodRows(t *testing.T) map[string]string {
 	return rows
 }
 
+var memberName = regexp.MustCompile(`^\s*([a-z_]+)`)
+
 // topFields lists the member names of the first {…} in s, top level only:
 // "{tab_id?, url?, action?: "back"|"forward", timeout_ms=30000}" gives tab_id, url,
 // action, timeout_ms.
@@ -42,7 +44,7 @@ func topFields(s string) ([]string, bool) {
 	var names []string
 	depth, item := 0, strings.Builder{}
 	flush := func() {
-		if m := regexp.MustCompile(`^\s*([a-z_]+)`).FindStringSubmatch(item.String()); m != nil {
+		if m := memberName.FindStringSubmatch(item.String()); m != nil {
 			names = append(names, m[1])
 		}
 		item.Reset()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhq/ferry/host/control"
 	"github.com/ferryhq/ferry/storage"
 )
 
@@ -226,6 +228,27 @@ func TestAuditCommandSeesRunningHost(t *testing.T) {
 	p.send(req(3, "audit.query", map[string]any{"caller": "mcp"}))
 	if got := p.recv()["result"].(map[string]any)["entries"].([]any); len(got) != 0 {
 		t.Fatalf("audit.query {caller: mcp}: %v", got)
+	}
+
+	// An outside agent refused a risky tool: the refusal is in the log, under the
+	// socket's caller, whatever the client claimed to be.
+	waitForHost(t, home)
+	c, err := control.Dial(context.Background(), home, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var r map[string]any
+	if err := c.Call(context.Background(), "tools.call", map[string]any{"name": "execute_script", "arguments": map[string]any{"code": "1"}, "caller": "extension"}, &r); err != nil || r["code"] != "PERMISSION_DENIED" {
+		t.Fatalf("execute_script through the socket: %v %v", r, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if rows = auditJSON(t, home, "--caller", "socket", "--code", "PERMISSION_DENIED"); len(rows) > 0 {
+			break
+		}
+	}
+	if len(rows) != 1 || rows[0].Tool != "execute_script" || !strings.Contains(rows[0].Result, "mcp.allowed_tools") {
+		t.Fatalf("the socket's refusal in ferry audit: %+v", rows)
 	}
 }
 
