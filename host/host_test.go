@@ -1,8 +1,6 @@
 package host
 
 import (
-	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -26,17 +24,9 @@ func TestUnknownSettingNamesKnownKeys(t *testing.T) {
 // PROTOCOL.md's table of host methods is the host's method table: every method
 // registered is documented, and nothing documented is missing.
 func TestProtocolMDMethodTable(t *testing.T) {
-	doc, err := os.ReadFile("../protocol/PROTOCOL.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := string(doc)[strings.Index(string(doc), "## Host methods"):]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
 	var documented []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_.]+)` \\|").FindAllStringSubmatch(section, -1) {
-		documented = append(documented, m[1])
+	for m := range hostMethodRows(t) {
+		documented = append(documented, m)
 	}
 	sort.Strings(documented)
 	h := newTestHost(t)

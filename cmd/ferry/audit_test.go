@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,10 @@ import (
 	"github.com/ferryhq/ferry/storage"
 )
 
-// ferryRun runs the real binary with its own data directory and extra environment,
-// and gives both outputs.
+// ferryRun runs the real binary in UTC, with no $COLUMNS unless env gives one.
 func ferryRun(t *testing.T, home string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(ferryBin, args...)
-	cmd.Env = append(append(os.Environ(), "FERRY_HOME="+home, "TZ=UTC", "COLUMNS="), env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if _, ok := err.(*exec.ExitError); err != nil && !ok {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	return ferryIn(t, home, "", append([]string{"TZ=UTC", "COLUMNS="}, env...), args...)
 }
 
 // auditJSON runs ferry audit --json with the flags and decodes its lines.
