@@ -13,18 +13,30 @@ import (
 	"testing"
 )
 
-// readmeCommandRows is the first cell of each row of the README's command table.
-func readmeCommandRows(t *testing.T) []string {
+func readme(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n## Command line\n")
+	return string(b)
+}
+
+// readmeSection is the README's section under "## heading", up to the next one.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	_, sec, ok := strings.Cut(readme(t), "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal("README has no Command line section")
+		t.Fatalf("README has no %s section", heading)
 	}
-	sec, _, _ = strings.Cut(sec, "\n\n`FERRY_HOME`")
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return sec
+}
+
+// readmeCommandRows is the first cell of each row of the README's command table.
+func readmeCommandRows(t *testing.T) []string {
+	t.Helper()
+	sec, _, _ := strings.Cut(readmeSection(t, "Command line"), "\n\n`FERRY_HOME`")
 	var rows []string
 	for _, l := range strings.Split(sec, "\n") {
 		if !strings.HasPrefix(l, "| `") {
@@ -179,11 +191,7 @@ func TestHelpNeverActs(t *testing.T) {
 // program's: the gateway's).
 func readmeWithout(t *testing.T, sections ...string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
+	s := readme(t)
 	for _, name := range sections {
 		start := strings.Index(s, "\n## "+name+"\n")
 		if start < 0 {
@@ -300,12 +308,7 @@ func TestREADMETools(t *testing.T) {
 		}
 	}
 	sort.Strings(builtins)
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, _ := strings.Cut(string(b), "\n## Tools\n")
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec := readmeSection(t, "Tools")
 	var listedNames []string
 	for _, lead := range []string{"\nBuiltin tools: ", "\nBrowser tools ("} {
 		_, para, ok := strings.Cut(sec, lead)
@@ -331,11 +334,7 @@ func TestREADMETools(t *testing.T) {
 // TestREADMEFuzzTargets holds the README's list of fuzz targets to the fuzz
 // functions of the repository: each in the package the README names.
 func TestREADMEFuzzTargets(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, para, ok := strings.Cut(string(b), "The fuzz\ntargets: ")
+	_, para, ok := strings.Cut(readmeSection(t, "Tests and benchmarks"), "The fuzz\ntargets: ")
 	if !ok {
 		t.Fatal("README has no list of fuzz targets")
 	}
@@ -353,7 +352,7 @@ func TestREADMEFuzzTargets(t *testing.T) {
 	}
 	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
 	root := "../.."
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -388,15 +387,7 @@ func TestREADMEFuzzTargets(t *testing.T) {
 // exists, and every top-level folder, every room under host/ and every folder under
 // tests/ is named.
 func TestREADMELayout(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Layout\n")
-	if !ok {
-		t.Fatal("README has no Layout section")
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec := readmeSection(t, "Layout")
 	named := map[string]bool{}
 	for _, l := range strings.Split(sec, "\n") {
 		if !strings.HasPrefix(l, "| `") {
@@ -450,11 +441,7 @@ func TestREADMETroubleshooting(t *testing.T) {
 	if err := json.Unmarshal(b, &messages); err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, _ := strings.Cut(string(readme), "| the options page says | do |")
+	_, sec, _ := strings.Cut(readmeSection(t, "Troubleshooting"), "| the options page says | do |")
 	sec, _, _ = strings.Cut(sec, "\n\n")
 	shown := map[string]bool{}
 	for _, l := range strings.Split(sec, "\n")[2:] {
