@@ -2,6 +2,7 @@ package control
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -35,7 +36,23 @@ func TestProtocolMDSocketMethods(t *testing.T) {
 	if strings.Join(documented, " ") != strings.Join(code, " ") {
 		t.Fatalf("PROTOCOL.md's control socket methods\n  %v\nsocketMethods\n  %v", documented, code)
 	}
-	if !strings.Contains(string(doc), "| `"+HelloMethod+"` |") {
-		t.Errorf("PROTOCOL.md does not document %s", HelloMethod)
+	// control.hello answers the host's Info, field for field.
+	hello := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(HelloMethod) + "` \\| `\\{token\\}` → `\\{([^}]*)\\}`").FindStringSubmatch(string(doc))
+	if hello == nil {
+		t.Fatalf("PROTOCOL.md does not document %s {token} → {…}", HelloMethod)
+	}
+	var documentedInfo, info []string
+	for _, f := range strings.Split(hello[1], ",") {
+		documentedInfo = append(documentedInfo, strings.TrimSuffix(strings.TrimSpace(f), "?"))
+	}
+	it := reflect.TypeFor[Info]()
+	for i := range it.NumField() {
+		name, _, _ := strings.Cut(it.Field(i).Tag.Get("json"), ",")
+		info = append(info, name)
+	}
+	sort.Strings(documentedInfo)
+	sort.Strings(info)
+	if strings.Join(documentedInfo, " ") != strings.Join(info, " ") {
+		t.Errorf("PROTOCOL.md: %s answers %v; Info has %v", HelloMethod, documentedInfo, info)
 	}
 }
