@@ -14,13 +14,16 @@ function documentedMethods() {
   return [...section.matchAll(/^\| `([a-z.]+)` \|/gm)].map((m) => m[1]).sort();
 }
 
+// Enough of lib/chrome-api.js for the methods to be built: every call does nothing.
+const inertApi = new Proxy({}, { get: () => () => Promise.resolve() });
+
 describe('BROWSER.md', () => {
   it('lists exactly the browser methods the service worker registers', () => {
     const registered = [];
-    registerBrowserHandlers({ registerHandler: (method) => registered.push(method) }, {});
+    registerBrowserHandlers({ registerHandler: (method) => registered.push(method) }, inertApi);
     const documented = documentedMethods();
     assert.ok(documented.length >= 16, `only ${documented.length} methods in BROWSER.md's table`);
     assert.deepEqual(registered.sort(), documented);
-    assert.deepEqual(Object.keys(createBrowserMethods({})).sort(), documented);
+    assert.deepEqual(Object.keys(createBrowserMethods(inertApi)).sort(), documented);
   });
 });
