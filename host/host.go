@@ -193,5 +193,10 @@ func (h *Host) ping(ctx context.Context, p pingParams) (any, error) {
 	if p.Payload == nil {
 		return map[string]any{"payload": nil}, nil
 	}
-	return map[string]json.RawMessage{"payload": p.Payload}, nil
+	// The payload was checked when the request was read: it goes back as it came,
+	// not encoded once more.
+	reply := make(protocol.Verbatim, 0, len(p.Payload)+len(`{"payload":}`))
+	reply = append(reply, `{"payload":`...)
+	reply = append(reply, p.Payload...)
+	return append(reply, '}'), nil
 }

@@ -109,10 +109,6 @@ func (c *Conn) readLoop(ctx context.Context, notes chan<- *Message) error {
 			}
 			return err
 		}
-		if msg := fastResponse(data); msg != nil {
-			c.deliver(msg)
-			continue
-		}
 		msg, perr := DecodeMessage(data)
 		if perr != nil {
 			c.log.Warn().Int("code", perr.Code).Str("error", perr.Message).Msg("rejected message")
@@ -150,23 +146,20 @@ func (c *Conn) handle(ctx context.Context, msg *Message) {
 		}
 		return
 	}
-	reply := &Message{JSONRPC: "2.0", ID: msg.ID}
-	if err != nil {
-		var rpcErr *Error
-		if !errors.As(err, &rpcErr) {
-			c.log.Error().Str("method", msg.Method).Err(err).Msg("request failed")
-			rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
+	if err == nil {
+		frame, merr := appendResponse(newFrame(), msg.ID, result)
+		if merr == nil {
+			c.write(frame)
+			return
 		}
-		reply.Error = rpcErr
-	} else {
-		raw, merr := json.Marshal(result)
-		if merr != nil {
-			reply.Error = Errorf(CodeInternalError, "result of %s could not be encoded: %v", msg.Method, merr)
-		} else {
-			reply.Result = raw
-		}
+		err = Errorf(CodeInternalError, "result of %s could not be encoded: %v", msg.Method, merr)
 	}
-	c.send(reply)
+	var rpcErr *Error
+	if !errors.As(err, &rpcErr) {
+		c.log.Error().Str("method", msg.Method).Err(err).Msg("request failed")
+		rpcErr = &Error{Code: CodeInternalError, Message: err.Error()}
+	}
+	c.send(&Message{JSONRPC: "2.0", ID: msg.ID, Error: rpcErr})
 }
 
 // invoke shields the connection from a handler's panic: one bad request must not take
@@ -212,11 +205,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		ctx, cancel = context.WithTimeout(ctx, DefaultCallTimeout)
 		defer cancel()
 	}
-	rawParams, err := json.Marshal(params)
+	id := json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10))
+	frame, err := appendRequest(newFrame(), id, method, params)
 	if err != nil {
 		return fmt.Errorf("encoding params of %s: %w", method, err)
 	}
-	id := json.RawMessage(strconv.FormatInt(c.nextID.Add(1), 10))
 	ch := make(chan *Message, 1)
 	c.pmu.Lock()
 	if c.closed {
@@ -225,7 +218,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	}
 	c.pending[string(id)] = ch
 	c.pmu.Unlock()
-	if err := c.send(&Message{JSONRPC: "2.0", ID: id, Method: method, Params: rawParams}); err != nil {
+	if err := c.write(frame); err != nil {
 		c.forget(id)
 		return err
 	}
@@ -252,24 +245,37 @@ func (c *Conn) forget(id json.RawMessage) {
 
 // Notify sends a notification to the peer.
 func (c *Conn) Notify(method string, params any) error {
-	raw, err := json.Marshal(params)
+	frame, err := appendRequest(newFrame(), nil, method, params)
 	if err != nil {
 		return fmt.Errorf("encoding params of %s: %w", method, err)
 	}
-	return c.send(&Message{JSONRPC: "2.0", Method: method, Params: raw})
+	return c.write(frame)
 }
 
+// send writes a message that has no result or params of its own to encode (an error
+// reply).
 func (c *Conn) send(m *Message) error {
-	data, err := encode(m)
+	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding message: %w", err)
 	}
-	id := "c" + strconv.FormatInt(c.nextSeq.Add(1), 10)
-	frames := SplitOutbound(data, id, c.frameLimit)
+	return c.write(append(newFrame(), data...))
+}
+
+// write sends one message, built behind a frame header (newFrame): as one frame when
+// it fits, else as chunk frames. Frames go out as they were built, not copied again.
+func (c *Conn) write(frame []byte) error {
+	frames := [][]byte{frame}
+	if len(frame)-frameHeader <= c.frameLimit {
+		putFrameHeader(frame)
+	} else {
+		id := "c" + strconv.FormatInt(c.nextSeq.Add(1), 10)
+		frames = chunkFrames(frame[frameHeader:], id, c.frameLimit)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	for _, f := range frames {
-		if err := WriteFrame(c.w, f); err != nil {
+		if _, err := c.w.Write(f); err != nil {
 			c.log.Error().Err(err).Msg("writing frame")
 			return fmt.Errorf("writing frame: %w", err)
 		}
@@ -277,167 +283,58 @@ func (c *Conn) send(m *Message) error {
 	return nil
 }
 
-// encode serializes m. A successful response is assembled by hand: its result was
-// marshalled a moment ago by this package, and json.Marshal would scan and copy a
-// multi-megabyte result once more only to validate it.
-func encode(m *Message) ([]byte, error) {
-	if m.Method != "" || m.Error != nil || m.Result == nil {
-		return json.Marshal(m)
+// newFrame is an empty message with room for its frame header in front.
+func newFrame() []byte { return make([]byte, frameHeader, 256) }
+
+// Verbatim is a result that is already JSON, written into the reply as it is. A
+// result of any other type is encoded with encoding/json, which also scans and
+// copies a json.RawMessage to check it; a handler returns Verbatim only for bytes
+// known to be valid JSON, such as params the connection has read (DecodeMessage
+// checks them) or the output of json.Marshal.
+type Verbatim []byte
+
+// MarshalJSON lets a Verbatim inside another value encode as the JSON it holds.
+func (v Verbatim) MarshalJSON() ([]byte, error) {
+	if len(v) == 0 {
+		return []byte("null"), nil
 	}
-	b := make([]byte, 0, len(m.Result)+len(m.ID)+32)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, m.ID...)
-	b = append(b, `,"result":`...)
-	b = append(b, m.Result...)
-	return append(b, '}'), nil
+	return v, nil
 }
 
-// fastResponseMin is the size from which a response's envelope is read by
-// fastResponse rather than decoded: below it, decoding costs nothing worth saving.
-const fastResponseMin = 64 << 10
-
-// fastResponse reads the envelope of a large successful response,
-// {"jsonrpc":"2.0","id":N,"result":…} with its members in any order, without
-// decoding the result: the result is only delimited (strings are skipped with a
-// byte search) and handed to Call, whose json.Unmarshal into the caller's value
-// is then the one full decode of a multi-megabyte browser answer. Anything else
-// (a request, an error, a member it does not expect, malformed JSON around the
-// result) returns nil and goes through DecodeMessage. A result that is not valid
-// JSON fails in Call's Unmarshal.
-func fastResponse(data []byte) *Message {
-	if len(data) < fastResponseMin {
-		return nil
-	}
-	i := skipWS(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return nil
-	}
-	var m Message
-	i++
-	for {
-		i = skipWS(data, i)
-		if i >= len(data) || data[i] != '"' {
-			return nil
-		}
-		end := skipString(data, i)
-		if end < 0 {
-			return nil
-		}
-		key := data[i+1 : end-1]
-		i = skipWS(data, end)
-		if i >= len(data) || data[i] != ':' {
-			return nil
-		}
-		i = skipWS(data, i+1)
-		vend := skipValue(data, i)
-		if vend < 0 {
-			return nil
-		}
-		val := data[i:vend]
-		switch string(key) {
-		case "jsonrpc":
-			if string(val) != `"2.0"` || m.JSONRPC != "" {
-				return nil
-			}
-			m.JSONRPC = "2.0"
-		case "id":
-			if m.ID != nil || !validID(val) || val[0] == '"' || string(val) == "null" {
-				return nil // string ids are rare and may need unescaping: the slow path
-			}
-			m.ID = json.RawMessage(val)
-		case "result":
-			if m.Result != nil {
-				return nil
-			}
-			m.Result = json.RawMessage(val)
-		default:
-			return nil
-		}
-		i = skipWS(data, vend)
-		if i >= len(data) {
-			return nil
-		}
-		if data[i] == ',' {
-			i++
-			continue
-		}
-		if data[i] != '}' || skipWS(data, i+1) != len(data) {
-			return nil
-		}
-		break
-	}
-	if m.JSONRPC == "" || m.ID == nil || m.Result == nil {
-		return nil
-	}
-	return &m
+// appendResponse appends a success response. The result is encoded straight into
+// dst, not into a buffer of its own that would then be copied.
+func appendResponse(dst []byte, id json.RawMessage, result any) ([]byte, error) {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst, err := appendJSON(dst, result)
+	return append(dst, '}'), err
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
+// appendRequest appends a request, or a notification when id is nil.
+func appendRequest(dst []byte, id json.RawMessage, method string, params any) ([]byte, error) {
+	dst = append(dst, `{"jsonrpc":"2.0",`...)
+	if id != nil {
+		dst = append(dst, `"id":`...)
+		dst = append(dst, id...)
+		dst = append(dst, ',')
 	}
-	return i
+	dst = append(dst, `"method":`...)
+	dst, _ = appendJSON(dst, method) // a string always encodes
+	dst = append(dst, `,"params":`...)
+	dst, err := appendJSON(dst, params)
+	return append(dst, '}'), err
 }
 
-// skipString returns the index just past the JSON string starting at b[i] ('"'),
-// or -1. Only quotes and the backslashes before them are looked at (validity is
-// Unmarshal's), so the search runs at memchr speed.
-func skipString(b []byte, i int) int {
-	i++
-	for {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			return -1
-		}
-		i += j
-		k := i
-		for k > 0 && b[k-1] == '\\' {
-			k--
-		}
-		if (i-k)%2 == 0 {
-			return i + 1
-		}
-		i++ // an escaped quote
+// appendJSON appends v as json.Marshal encodes it (a Verbatim as it is).
+func appendJSON(dst []byte, v any) ([]byte, error) {
+	if raw, ok := v.(Verbatim); ok && len(raw) > 0 {
+		return append(dst, raw...), nil
 	}
-}
-
-// skipValue returns the index just past the JSON value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
+	buf := bytes.NewBuffer(dst)
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return dst, err
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				if i < 0 {
-					return -1
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return -1
-	}
-	// A number, true, false or null: up to the next delimiter.
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
+	out := buf.Bytes()
+	return out[:len(out)-1], nil // Encode ends the value with a newline
 }

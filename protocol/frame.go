@@ -98,3 +98,10 @@ func WriteFrame(w io.Writer, payload []byte) error {
 	_, err := w.Write(AppendFrame(make([]byte, 0, 4+len(payload)), payload))
 	return err
 }
+
+// putFrameHeader writes the length prefix into the first four bytes of f, which the
+// message after them was built behind: a frame built that way goes out without
+// being copied once more.
+func putFrameHeader(f []byte) {
+	binary.NativeEndian.PutUint32(f, uint32(len(f)-frameHeader))
+}

@@ -29,20 +29,17 @@ func (m *Message) IsResponse() bool { return m.Method == "" && m.ID != nil }
 // DecodeMessage parses and checks one frame's JSON. The returned Error says what is
 // wrong in terms a peer's developer can act on; its code is parse error or invalid
 // request. When the id could be read it is returned too, so the error can be answered.
+//
+// Params and Result may share the memory of data. Params are checked to be valid
+// JSON; the Result of a response of 64 KiB or more is only delimited, and its
+// decoding (by the caller waiting for it) is what checks it.
 func DecodeMessage(data []byte) (*Message, *Error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if !json.Valid(trimmed) {
-			return nil, Errorf(CodeParseError, "parse error: frame is not valid JSON")
+	m, ok := scanEnvelope(data)
+	if !ok {
+		m = Message{}
+		if perr := unmarshalMessage(data, &m); perr != nil {
+			return nil, perr
 		}
-		return nil, Errorf(CodeInvalidRequest, "invalid request: batches are not supported; send one message per frame")
-	}
-	var m Message
-	if err := json.Unmarshal(data, &m); err != nil {
-		if !json.Valid(data) {
-			return nil, Errorf(CodeParseError, "parse error: frame is not valid JSON")
-		}
-		return nil, Errorf(CodeInvalidRequest, "invalid request: %v", err)
 	}
 	if m.ID != nil && !validID(m.ID) {
 		m.ID = json.RawMessage("null")
@@ -69,6 +66,24 @@ func DecodeMessage(data []byte) (*Message, *Error) {
 		return &m, Errorf(CodeInvalidRequest, "invalid request: no method and no id")
 	}
 	return &m, nil
+}
+
+// unmarshalMessage is the general reading of a frame, for what scanEnvelope leaves.
+func unmarshalMessage(data []byte, m *Message) *Error {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if !json.Valid(trimmed) {
+			return Errorf(CodeParseError, "parse error: frame is not valid JSON")
+		}
+		return Errorf(CodeInvalidRequest, "invalid request: batches are not supported; send one message per frame")
+	}
+	if err := json.Unmarshal(data, m); err != nil {
+		if !json.Valid(data) {
+			return Errorf(CodeParseError, "parse error: frame is not valid JSON")
+		}
+		return Errorf(CodeInvalidRequest, "invalid request: %v", err)
+	}
+	return nil
 }
 
 func validID(id json.RawMessage) bool {
