@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/buildinfo"
@@ -66,9 +67,8 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	}
 	h.Tools = tb
 	mux := h.Methods
-	protocol.Handle(mux, "host.hello", h.hello)
+	registerFirst(mux, func(p helloParams) { logHello(h.Log, p) })
 	protocol.Handle(mux, "host.info", h.info)
-	protocol.Handle(mux, "host.ping", h.ping)
 	// The tool pipeline caches its policy for a second: a change applies to the next call.
 	config.RegisterMethods(mux, db, tb.Settings.Refresh)
 	toolbox.RegisterMethods(mux, tb)
@@ -92,15 +92,102 @@ func (h *Host) Conn() *protocol.Conn { return h.ui.Conn() }
 // running when the stream ends are finished and answered before Serve returns.
 func (h *Host) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	conn := protocol.NewConn(r, w, h.Methods.Dispatch, protocol.WithLogger(h.Log))
-	ui, detach := h.ui.Attach(conn)
+	defer h.attach(conn)()
+	return conn.Serve(ctx)
+}
+
+// attach makes conn the extension's connection until the returned detach is called.
+func (h *Host) attach(conn *protocol.Conn) (detach func()) {
+	ui, detachUI := h.ui.Attach(conn)
 	// Confirmations and ask_user go to the extension while it is connected.
 	// A page action's own page may answer its confirmation too (host/pageactions).
 	h.Tools.Registry.SetUI(h.Tools.Pages.WrapUI(h.Tools.Agent.WrapUI(ui)))
-	defer func() {
+	return func() {
 		h.Tools.Registry.SetUI(nil)
+		detachUI()
+	}
+}
+
+// Launcher serves the extension's connection from the first moment of the process.
+// host.hello and host.ping need nothing but the binary and are answered at once;
+// the database opens and migrates and the host is built beside those first replies
+// (by the start function, which calls Ready), and every other request waits for
+// that. The browser's first reply then costs the process start and no more.
+type Launcher struct {
+	log   zerolog.Logger
+	first *protocol.Mux
+	start func()
+	once  sync.Once
+	ready chan struct{} // closed by Ready
+	host  *Host
+}
+
+// startDelay bounds how long a connection that asks nothing leaves the host unbuilt.
+const startDelay = 20 * time.Millisecond
+
+// NewLauncher returns a Launcher whose host is not ready yet. start, when not nil,
+// builds the host and calls Ready; the Launcher runs it once, in the background, as
+// soon as its first reply is made, a request needs the host, or startDelay has
+// passed, whichever comes first: on a busy machine the first reply does not share
+// the processor with the database. With a nil start the caller builds the host itself.
+func NewLauncher(log zerolog.Logger, start func()) *Launcher {
+	l := &Launcher{log: log, first: protocol.NewMux(), start: start, ready: make(chan struct{})}
+	registerFirst(l.first, func(p helloParams) {
+		// Whether an info line is written is a setting: the line waits for it.
+		go func() {
+			<-l.ready
+			logHello(l.host.Log, p)
+		}()
+	})
+	return l
+}
+
+func (l *Launcher) kick() {
+	if l.start != nil {
+		l.once.Do(func() { go l.start() })
+	}
+}
+
+// Ready hands the built host over; it is called once.
+func (l *Launcher) Ready(h *Host) {
+	l.host = h
+	close(l.ready)
+}
+
+// Serve is Host.Serve for a host that may still be on its way.
+func (l *Launcher) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	attached := make(chan struct{})
+	conn := protocol.NewConn(r, w, func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		if l.first.Has(method) {
+			defer l.kick() // the reply is made: its write is all that is left
+			return l.first.Dispatch(ctx, method, params)
+		}
+		l.kick()
+		select {
+		case <-attached:
+		case <-ctx.Done():
+			return nil, protocol.Errorf(protocol.CodeCancelled, "%s: the host stopped before it was ready", method)
+		}
+		return l.host.Methods.Dispatch(ctx, method, params)
+	}, protocol.WithLogger(l.log))
+	defer time.AfterFunc(startDelay, l.kick).Stop()
+	stop, detached := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(detached)
+		select {
+		case <-l.ready:
+		case <-stop:
+			return
+		}
+		detach := l.host.attach(conn)
+		close(attached)
+		<-stop
 		detach()
 	}()
-	return conn.Serve(ctx)
+	err := conn.Serve(ctx)
+	close(stop)
+	<-detached
+	return err
 }
 
 type helloParams struct {
@@ -109,15 +196,25 @@ type helloParams struct {
 	ClientVersion string `json:"client_version,omitempty"`
 }
 
-func (h *Host) hello(ctx context.Context, p helloParams) (any, error) {
-	if p.Protocol == 0 {
-		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: host.hello needs the client's protocol number")
-	}
-	if p.Protocol != buildinfo.Protocol {
-		return nil, mismatch(p)
-	}
-	h.Log.Info().Str("client", p.Client).Str("client_version", p.ClientVersion).Msg("hello")
-	return map[string]any{"name": "ferry", "version": buildinfo.Version, "protocol": buildinfo.Protocol}, nil
+// registerFirst registers the methods that need nothing but the binary: host.hello
+// and host.ping, which a Launcher answers before the database is open. logged hears
+// of every successful hello.
+func registerFirst(mux *protocol.Mux, logged func(helloParams)) {
+	protocol.Handle(mux, "host.hello", func(ctx context.Context, p helloParams) (any, error) {
+		if p.Protocol == 0 {
+			return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: host.hello needs the client's protocol number")
+		}
+		if p.Protocol != buildinfo.Protocol {
+			return nil, mismatch(p)
+		}
+		logged(p)
+		return map[string]any{"name": "ferry", "version": buildinfo.Version, "protocol": buildinfo.Protocol}, nil
+	})
+	protocol.Handle(mux, "host.ping", ping)
+}
+
+func logHello(log zerolog.Logger, p helloParams) {
+	log.Info().Str("client", p.Client).Str("client_version", p.ClientVersion).Msg("hello")
 }
 
 func mismatch(p helloParams) error {
@@ -173,7 +270,7 @@ type pingParams struct {
 	DelayMS int             `json:"delay_ms,omitempty"`
 }
 
-func (h *Host) ping(ctx context.Context, p pingParams) (any, error) {
+func ping(ctx context.Context, p pingParams) (any, error) {
 	if p.Size < 0 || p.Size > protocol.MaxInboundFrame {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: size must be between 0 and %d", protocol.MaxInboundFrame)
 	}

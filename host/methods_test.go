@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-func newTestHost(t *testing.T) *Host {
+func newTestHost(t testing.TB) *Host {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := storage.Open(dir)

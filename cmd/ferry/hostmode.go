@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -20,6 +21,12 @@ import (
 )
 
 // runHost is host mode: frames on stdin and stdout until the browser closes stdin.
+//
+// The browser waits for the first reply, so only what that reply needs comes before
+// it: the log, and the caller's origin when it is the pinned extension. The database
+// opens and migrates, the host is built and the control socket set up beside the
+// first replies (host.Launcher). Another extension's origin is checked against the
+// settings before anything is answered.
 func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// stdout belongs to the protocol; a stray print anywhere would corrupt a frame, so
 	// the process's own os.Stdout now points at stderr.
@@ -50,20 +57,82 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Msg("tightened a file of the data directory that other users could reach")
 	}
 
-	db, err := storage.Open(dataDir)
+	s := &hostStart{origin: origin, dataDir: dataDir, log: log, done: make(chan struct{})}
+	if _, err := origins.CheckExtension(origin, []string{buildinfo.ExtensionID}); err == nil {
+		s.background = true
+		s.launch = host.NewLauncher(log, s.run)
+	} else {
+		// Another extension is checked against the settings before any reply.
+		s.launch = host.NewLauncher(log, nil)
+		if s.run(); !s.ok {
+			return 1
+		}
+	}
+	defer s.close()
+	in := activityReader{stdin, &s.ctl}
+
+	// A signal ends the host without waiting for the browser, but never with the
+	// database left open mid-write.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		log.Info().Str("signal", sig.String()).Msg("exiting on signal")
+		s.close()
+		os.Exit(0)
+	}()
+
+	err = s.launch.Serve(context.Background(), bufio.NewReaderSize(in, 64<<10), stdout)
+	if err != nil {
+		log.Error().Err(err).Msg("connection broken")
+		fmt.Fprintln(stderr, "ferry:", err)
+		return 1
+	}
+	log.Info().Msg("browser closed the connection; exiting")
+	return 0
+}
+
+// hostStart builds the host of one host-mode process.
+type hostStart struct {
+	origin, dataDir string
+	log             zerolog.Logger
+	launch          *host.Launcher
+
+	// background: start runs beside the first replies (the pinned extension).
+	background bool
+	done       chan struct{} // closed when start has ended; ok says how
+	ok         bool
+
+	db  *storage.DB
+	h   *host.Host
+	ctl atomic.Pointer[control.Server]
+	// ctlReady is closed once the control socket listens or could not.
+	ctlReady chan struct{}
+	closing  sync.Once
+}
+
+func (s *hostStart) run() {
+	s.ok = s.start()
+	close(s.done)
+}
+
+// start opens the database, builds the host, applies the settings the process needs
+// and hands the host to the launcher. A host that cannot start exits the process, as
+// it did before any reply: the browser sees the port close and the options page says
+// to run `ferry doctor`.
+func (s *hostStart) start() bool {
+	log := s.log
+	db, err := storage.Open(s.dataDir)
 	if err != nil {
 		log.Error().Err(err).Msg("cannot open the database; run `ferry doctor`")
-		return 1
+		return s.fail()
 	}
-	defer db.Close()
-
-	h, err := host.New(db, dataDir, log)
+	h, err := host.New(db, s.dataDir, log)
 	if err != nil {
 		log.Error().Err(err).Msg("starting host")
-		return 1
+		db.Close()
+		return s.fail()
 	}
-	// Deferred after db.Close, so it runs first: queued audit rows reach the database.
-	defer h.Close()
 	settings := h.Tools.Settings.Snapshot(context.Background()) // the first read of settings
 	if lvl, err := zerolog.ParseLevel(settings.String(host.SettingLogLevel)); err == nil {
 		zerolog.SetGlobalLevel(lvl) // one host per process: its level is the process's
@@ -72,62 +141,63 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		log.Warn().Err(err).Msg("using only the pinned extension ID")
 	}
-	if _, err := origins.CheckExtension(origin, allowed); err != nil {
-		log.Error().Str("origin", origin).Msg(err.Error())
-		return 1
+	if _, err := origins.CheckExtension(s.origin, allowed); err != nil {
+		log.Error().Str("origin", s.origin).Msg(err.Error())
+		h.Close()
+		db.Close()
+		return s.fail()
 	}
-	h.Caller = origin
+	h.Caller = s.origin
+	s.db, s.h = db, h
 
 	// The control socket lets `ferry run` and `ferry mcp` reach this host, and
-	// through it the browser. Without it the host still serves the browser. It is
-	// set up beside the first replies, not before them: the browser is waiting.
-	var ctl atomic.Pointer[control.Server]
-	ctlReady := make(chan struct{})
+	// through it the browser. Without it the host still serves the browser.
+	s.ctlReady = make(chan struct{})
 	go func() {
-		defer close(ctlReady)
+		defer close(s.ctlReady)
 		browserName, profile := control.Parent()
-		s, err := control.Listen(control.Options{
-			DataDir: dataDir, Log: log, Handle: control.HostHandler(control.Local{Methods: h.Methods, Tools: h.Tools}),
-			Info: control.Info{Version: buildinfo.Version, Origin: origin, Browser: browserName, Profile: profile},
+		c, err := control.Listen(control.Options{
+			DataDir: s.dataDir, Log: log, Handle: control.HostHandler(control.Local{Methods: h.Methods, Tools: h.Tools}),
+			Info: control.Info{Version: buildinfo.Version, Origin: s.origin, Browser: browserName, Profile: profile},
 		})
 		if err != nil {
 			log.Warn().Err(err).Msg("no control socket: ferry run and ferry mcp cannot reach this browser")
 			return
 		}
-		ctl.Store(s)
-		log.Info().Str("socket", s.Info().Socket).Msg("control socket listening")
+		s.ctl.Store(c)
+		log.Info().Str("socket", c.Info().Socket).Msg("control socket listening")
 	}()
-	closeControl := func() {
-		<-ctlReady
-		if s := ctl.Load(); s != nil {
-			s.Close()
+	log.Info().Str("version", buildinfo.Version).Str("origin", s.origin).Str("data_dir", s.dataDir).Msg("host started")
+	s.launch.Ready(h)
+	return true
+}
+
+// fail ends a host that could not start. Before the pinned extension's first reply
+// it returns false to runHost, which exits 1 having written nothing; once replies
+// may have been written it exits the process itself.
+func (s *hostStart) fail() bool {
+	if s.background {
+		os.Exit(1)
+	}
+	return false
+}
+
+// close stops the control socket and writes what the host still holds (queued
+// audit rows) before the database closes. It waits for start to end first: a
+// migration is never cut short.
+func (s *hostStart) close() {
+	<-s.done
+	if !s.ok {
+		return
+	}
+	s.closing.Do(func() {
+		<-s.ctlReady
+		if c := s.ctl.Load(); c != nil {
+			c.Close()
 		}
-	}
-	defer closeControl()
-	in := activityReader{stdin, &ctl}
-
-	// A signal ends the host without waiting for the browser, but never with the
-	// database left open mid-write.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		s := <-sigs
-		log.Info().Str("signal", s.String()).Msg("exiting on signal")
-		closeControl()
-		h.Close()
-		db.Close()
-		os.Exit(0)
-	}()
-
-	log.Info().Str("version", buildinfo.Version).Str("origin", origin).Str("data_dir", dataDir).Msg("host started")
-	err = h.Serve(context.Background(), bufio.NewReaderSize(in, 64<<10), stdout)
-	if err != nil {
-		log.Error().Err(err).Msg("connection broken")
-		fmt.Fprintln(stderr, "ferry:", err)
-		return 1
-	}
-	log.Info().Msg("browser closed the connection; exiting")
-	return 0
+		s.h.Close()
+		s.db.Close()
+	})
 }
 
 // activityReader marks the host active in its control-socket description whenever

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/protocol"
+	_ "modernc.org/sqlite"
 )
 
 // These tests fork and exec the real binary and speak frames to it over real pipes,
@@ -300,6 +302,48 @@ func TestHostChunksLargeAnswers(t *testing.T) {
 	m := p.recv()
 	if got := m["result"].(map[string]any)["payload"]; got != host.PingPayload(size) {
 		t.Fatalf("5 MiB payload did not survive chunking (%d bytes)", len(fmt.Sprint(got)))
+	}
+}
+
+// The first replies do not wait for the database: with another process holding its
+// write lock (so that migrating it must wait), host.hello and host.ping are answered,
+// and host.info, which reads the database, is answered once the lock is let go.
+func TestHostAnswersBeforeTheDatabaseOpens(t *testing.T) {
+	home := t.TempDir()
+	other, err := sql.Open("sqlite", filepath.Join(home, "ferry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.SetMaxOpenConns(1)
+	if _, err := other.Exec(`PRAGMA journal_mode=WAL`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`CREATE TABLE held (x)`); err != nil { // takes the write lock
+		t.Fatal(err)
+	}
+	p := startHost(t, home, pinnedOrigin)
+	p.send(req(1, "host.hello", map[string]any{"protocol": buildinfo.Protocol}))
+	p.send(req(2, "host.info", nil))
+	p.send(req(3, "host.ping", map[string]any{"payload": "first"}))
+	// Requests run concurrently: hello and ping come back in either order, and both
+	// before host.info, which cannot have read a locked database.
+	for range 2 {
+		if m := p.recv(); (m["id"] != 1.0 && m["id"] != 3.0) || m["result"] == nil {
+			t.Fatalf("while the database is locked: %v", m)
+		}
+	}
+	tx.Rollback()
+	if m := p.recv(); m["id"] != 2.0 || m["result"].(map[string]any)["schema_version"] == nil {
+		t.Fatalf("host.info once the database is free: %v", m)
+	}
+	p.stdin.Close()
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit %d (stderr: %s)", code, p.stderr)
 	}
 }
 
