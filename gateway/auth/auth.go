@@ -76,7 +76,7 @@ func (s *Snapshot) Authenticate(tok string) (*store.User, error) {
 	}
 	u := s.byToken[id]
 	if u == nil {
-		token.Matches(token.Decoy, secret)
+		token.Matches(token.Decoy(), secret)
 		return nil, ErrBadToken
 	}
 	if !token.Matches(store.TokenHash{ID: u.TokenID, Salt: u.TokenSalt, Hash: u.TokenHash}, secret) {

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/ferryhq/ferry/gateway/store"
 )
@@ -73,5 +74,6 @@ func Matches(h store.TokenHash, secret string) bool {
 }
 
 // Decoy is compared against when a token's id is unknown, so that an unknown id
-// costs what a wrong secret does.
-var Decoy = func() store.TokenHash { _, h := New(); return h }()
+// costs what a wrong secret does. It is made when first needed: every process that
+// links the gateway (the browser's host too) would otherwise pay for it at start.
+var Decoy = sync.OnceValue(func() store.TokenHash { _, h := New(); return h })

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Options are the request options vendors of one wire format do not agree on. They
@@ -78,19 +79,24 @@ func (s OptionSettings) Check() error {
 	default:
 		return invalidf("max tokens field %q: use auto, max_tokens or max_completion_tokens", s.MaxTokensField)
 	}
-	if s.APIVersion != "" && !apiVersionRE.MatchString(s.APIVersion) {
+	if s.APIVersion != "" && !apiVersionRE().MatchString(s.APIVersion) {
 		return invalidf("api version %q: give an Azure API version such as 2024-10-21 or 2025-04-01-preview", s.APIVersion)
 	}
 	return nil
 }
 
+// The expressions are compiled when first used, not while the host process starts.
 var (
-	apiVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}(-preview)?$`)
+	apiVersionRE = lazyRegexp(`^\d{4}-\d{2}-\d{2}(-preview)?$`)
 	// OpenAI's reasoning models, which refuse max_tokens.
-	reasoningModelRE = regexp.MustCompile(`^(?:openai/)?(?:o\d|gpt-5)`)
+	reasoningModelRE = lazyRegexp(`^(?:openai/)?(?:o\d|gpt-5)`)
 	// Mistral's own model names, wherever they are served from.
-	mistralModelRE = regexp.MustCompile(`^(?:mistralai/)?(?:mistral|magistral|codestral|devstral|ministral|pixtral|open-mistral|open-mixtral|voxtral)`)
+	mistralModelRE = lazyRegexp(`^(?:mistralai/)?(?:mistral|magistral|codestral|devstral|ministral|pixtral|open-mistral|open-mixtral|voxtral)`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // DetectOptions settles a provider's options: the stored settings where they are
 // not auto, otherwise what the base URL and the model say of the vendor.
@@ -121,7 +127,7 @@ func DetectOptions(kind, baseURL, modelName string, s OptionSettings) Options {
 		o.StreamUsage = true
 	case OptionOff:
 	default:
-		o.StreamUsage = !(host == "api.mistral.ai" || mistralModelRE.MatchString(m) ||
+		o.StreamUsage = !(host == "api.mistral.ai" || mistralModelRE().MatchString(m) ||
 			strings.HasSuffix(host, "fireworks.ai") ||
 			(o.APIVersion != "" && o.APIVersion < azureStreamUsageSince))
 	}
@@ -132,7 +138,7 @@ func DetectOptions(kind, baseURL, modelName string, s OptionSettings) Options {
 	default:
 		// api.openai.com and Azure take max_completion_tokens for every model, and
 		// the reasoning models nothing else; elsewhere only those models need it.
-		if host == "api.openai.com" || (azure && o.APIVersion == "") || (o.APIVersion >= azureStreamUsageSince) || reasoningModelRE.MatchString(m) {
+		if host == "api.openai.com" || (azure && o.APIVersion == "") || (o.APIVersion >= azureStreamUsageSince) || reasoningModelRE().MatchString(m) {
 			o.MaxTokensField = FieldMaxCompletionTokens
 		}
 	}

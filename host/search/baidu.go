@@ -189,7 +189,7 @@ func baiduAd(c *goquery.Selection) bool {
 
 // jsField reads a field of data-tools when it is the older JavaScript object literal
 // ({title:'…',url:'…'}) rather than JSON.
-var jsField = regexp.MustCompile(`(\w+)\s*:\s*'((?:[^'\\]|\\.)*)'`)
+var jsField = lazyRegexp(`(\w+)\s*:\s*'((?:[^'\\]|\\.)*)'`)
 
 // dataTools reads a field of the container's data-tools attribute (the share/report
 // menu's data), written as JSON in current pages and as a JS literal in older ones.
@@ -205,7 +205,7 @@ func dataTools(c *goquery.Selection, field string) string {
 		v, _ := m[field].(string)
 		return v
 	}
-	for _, f := range jsField.FindAllStringSubmatch(raw, -1) {
+	for _, f := range jsField().FindAllStringSubmatch(raw, -1) {
 		if f[1] == field {
 			return f[2]
 		}
@@ -255,9 +255,14 @@ func (s *Searcher) resolveBaidu(ctx context.Context, endpoint *url.URL, hits []b
 // Without a browser's cookies Baidu sometimes answers a link with 200 and a page that
 // redirects by script or meta refresh instead of a 302.
 var (
-	metaRefresh    = regexp.MustCompile(`(?i)URL\s*=\s*'([^']+)'`)
-	scriptLocation = regexp.MustCompile(`location\.(?:replace|assign)\(\s*"([^"]+)"`)
+	metaRefresh    = lazyRegexp(`(?i)URL\s*=\s*'([^']+)'`)
+	scriptLocation = lazyRegexp(`location\.(?:replace|assign)\(\s*"([^"]+)"`)
 )
+
+// lazyRegexp compiles expr when first used, not while the host process starts.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 func resolveOne(ctx context.Context, c *http.Client, link string) string {
 	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
@@ -277,9 +282,9 @@ func resolveOne(ctx context.Context, c *http.Client, link string) string {
 		cand = resp.Header.Get("Location")
 	} else if resp.StatusCode == http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		if m := metaRefresh.FindSubmatch(b); m != nil {
+		if m := metaRefresh().FindSubmatch(b); m != nil {
 			cand = string(m[1])
-		} else if m := scriptLocation.FindSubmatch(b); m != nil {
+		} else if m := scriptLocation().FindSubmatch(b); m != nil {
 			cand = string(m[1])
 		}
 	}
