@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,39 @@ func TestConnFinishesInFlightWorkOnEOF(t *testing.T) {
 	}
 	if err := <-p.done; err != nil {
 		t.Fatalf("Serve after clean EOF = %v, want nil", err)
+	}
+}
+
+// Workers outlive their request to take the next one; many at once still each get
+// one, and none is left behind when the stream ends.
+func TestConnWorkersEndWithTheStream(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p := startConn(t, echo)
+	const n = 3 * maxIdleWorkers
+	for i := range n {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"sleep","params":{"MS":100}}`, i))
+	}
+	for range n {
+		if m := p.recv(); m["result"] != 100.0 {
+			t.Fatalf("got %v", m)
+		}
+	}
+	for i := range 5 { // answered by the idle workers
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":[%d]}`, i, i))
+		if m := p.recv(); fmt.Sprint(m["result"]) != fmt.Sprintf("[%d]", i) {
+			t.Fatalf("got %v", m)
+		}
+	}
+	p.in.Close()
+	if err := <-p.done; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Fatalf("%d goroutines after the stream ended, %d before it began", g, before)
 	}
 }
 
