@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,6 +33,17 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// stdout belongs to the protocol; a stray print anywhere would corrupt a frame, so
 	// the process's own os.Stdout now points at stderr.
 	os.Stdout = os.Stderr
+	if f, ok := stdin.(*os.File); ok {
+		stdin = pollable(f)
+		defer runtime.KeepAlive(f)
+	}
+	// The host's own heap is a few MiB, and one message may be as big: at the
+	// collector's default goal (twice the live heap, at least 4 MiB) it ran every few
+	// large calls, a quarter of their processor time. Five times the live heap, at
+	// least 16 MiB, unless GOGC says otherwise.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 
 	log := zerolog.New(stderr).With().Timestamp().Int("pid", os.Getpid()).Logger()
 	dataDir, err := storage.DefaultDataDir()
