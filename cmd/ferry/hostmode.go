@@ -70,7 +70,7 @@ func runHost(origin string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Msg("tightened a file of the data directory that other users could reach")
 	}
 
-	s := &hostStart{origin: origin, dataDir: dataDir, log: log, done: make(chan struct{})}
+	s := &hostStart{origin: origin, dataDir: dataDir, log: log}
 	if _, err := origins.CheckExtension(origin, []string{buildinfo.ExtensionID}); err == nil {
 		s.background = true
 		s.launch = host.NewLauncher(log, s.run)
@@ -113,8 +113,9 @@ type hostStart struct {
 
 	// background: start runs beside the first replies (the pinned extension).
 	background bool
-	done       chan struct{} // closed when start has ended; ok says how
-	ok         bool
+	// once runs start, or stops it from running when the host closes first.
+	once sync.Once
+	ok   bool // start ran and the host is whole
 
 	db  *storage.DB
 	h   *host.Host
@@ -125,8 +126,7 @@ type hostStart struct {
 }
 
 func (s *hostStart) run() {
-	s.ok = s.start()
-	close(s.done)
+	s.once.Do(func() { s.ok = s.start() })
 }
 
 // start opens the database, builds the host, applies the settings the process needs
@@ -199,7 +199,7 @@ func (s *hostStart) fail() bool {
 // audit rows) before the database closes. It waits for start to end first: a
 // migration is never cut short.
 func (s *hostStart) close() {
-	<-s.done
+	s.once.Do(func() {}) // waits for a start under way; forbids one not yet begun
 	if !s.ok {
 		return
 	}

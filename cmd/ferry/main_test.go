@@ -347,6 +347,16 @@ func TestHostAnswersBeforeTheDatabaseOpens(t *testing.T) {
 	}
 }
 
+// A browser that closes the port before asking anything ends the host at once,
+// whether or not the host had begun opening its database.
+func TestHostExitsWhenTheBrowserLeavesAtOnce(t *testing.T) {
+	p := startHost(t, "", pinnedOrigin)
+	p.stdin.Close()
+	if code := p.wait(); code != 0 {
+		t.Fatalf("exit %d (stderr: %s)", code, p.stderr)
+	}
+}
+
 func TestHostExitsOnSIGTERM(t *testing.T) {
 	p := startHost(t, "", pinnedOrigin)
 	p.send(req(1, "host.ping", nil))
