@@ -139,6 +139,9 @@ func skipWS(b []byte, i int) int {
 // plainString returns the index just past the string at b[i] when it is a valid JSON
 // string without escapes (its bytes are then its value), or -1.
 func plainString(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
 	end := validString(b, i)
 	if end < 0 {
 		return -1
