@@ -81,7 +81,7 @@ func newPlan() plan {
 		Sizes:     [][2]int{{smallSize, n(700)}, {64 << 10, n(170)}, {900 << 10, n(20)}},
 		ChunkSize: chunkSize,
 		ChunkRuns: n(4),
-		FirstRuns: n(4),
+		FirstRuns: n(10),
 	}
 }
 

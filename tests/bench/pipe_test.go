@@ -245,7 +245,7 @@ func TestPipeBench(t *testing.T) {
 
 	loadBefore := loadAverage()
 	p := newPlan()
-	firstRuns := max(5, p.FirstRuns*5)
+	firstRuns := max(5, p.FirstRuns*3)
 	hosts := []struct {
 		name, bin string
 		rounds    []result
