@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // The envelope of a message ({"jsonrpc":"2.0","id":…,"method":…,"params":…}) is read
@@ -137,7 +138,8 @@ func skipWS(b []byte, i int) int {
 }
 
 // plainString returns the index just past the string at b[i] when it is a valid JSON
-// string without escapes (its bytes are then its value), or -1.
+// string of valid UTF-8 without escapes (its bytes are then its value, as
+// json.Unmarshal would decode it: that replaces bad UTF-8), or -1.
 func plainString(b []byte, i int) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
@@ -146,10 +148,9 @@ func plainString(b []byte, i int) int {
 	if end < 0 {
 		return -1
 	}
-	for _, c := range b[i+1 : end-1] {
-		if c == '\\' {
-			return -1
-		}
+	s := b[i+1 : end-1]
+	if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
+		return -1
 	}
 	return end
 }
