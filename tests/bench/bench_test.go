@@ -253,7 +253,7 @@ func TestBrowserBench(t *testing.T) {
 		fmt.Fprintf(&sb, "%-27s %-13s %9.1f %9s %9.1f %4.1f MiB/s\n", row.name, "5 MiB chunked", c.P50, "", c.P99, c.MiBPerSec)
 	}
 	if !rawOnly {
-		writeRatioTable(&sb, p, rows[0].r, []namedResult{{rows[1].name, rows[1].r}, {rows[2].name, rows[2].r}}, wallTime)
+		writeRatioTable(&sb, p, rows[0].r, []namedResult{{rows[1].name, rows[1].r}, {rows[2].name, rows[2].r}}, wallTime, true)
 	}
 	fmt.Fprintf(&sb, "\nEach figure is the median over %d rounds in which the hosts take turns.\n", rounds)
 	fmt.Fprintf(&sb, "p50b: median of the means of 10 consecutive calls (performance.now() in a worker ticks in 0.1 ms)\n")
