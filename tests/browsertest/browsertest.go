@@ -80,7 +80,8 @@ func RepoRoot() string {
 }
 
 // Build compiles the package pkg (relative to the repo root, e.g. "./cmd/ferry") into
-// dir and returns the binary's absolute path.
+// dir and returns the binary's absolute path. It builds as scripts/release does,
+// without cgo: a static binary, which starts without the dynamic loader and libc.
 func Build(pkg, dir string) (string, error) {
 	out, err := filepath.Abs(filepath.Join(dir, filepath.Base(pkg)))
 	if err != nil {
@@ -88,6 +89,7 @@ func Build(pkg, dir string) (string, error) {
 	}
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = RepoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 	}
