@@ -26,7 +26,7 @@ import (
 )
 
 // mcpPoll is how often `ferry mcp` looks at the host's tool list (the bound tab's
-// page actions, the allowed-tools setting) and at whether a browser host came or
+// page actions, what the allowed-tools setting offers) and at whether a browser host came or
 // went. Changes reach the client as notifications/tools/list_changed.
 const mcpPoll = time.Second
 
@@ -100,7 +100,7 @@ type mcpServer struct {
 
 // connect binds to a live host when one runs; otherwise calls run locally.
 func (s *mcpServer) connect(ctx context.Context) {
-	c, err := control.Dial(ctx, s.dataDir, s.pid)
+	c, err := control.DialAs(ctx, s.dataDir, s.pid, control.ClientMCP)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {
@@ -180,6 +180,7 @@ func (s *mcpServer) list(ctx context.Context) ([]tools.Listing, error) {
 		var out struct {
 			Tools []tools.Listing `json:"tools"`
 		}
+		// The host offers only what an outside agent's scope may call.
 		err := c.Call(ctx, "tools.list", map[string]int{"tab_id": tab}, &out)
 		return out.Tools, err
 	}
@@ -190,7 +191,7 @@ func (s *mcpServer) list(ctx context.Context) ([]tools.Listing, error) {
 	// Here nobody can ever answer ask_user: without a browser host there is no side
 	// panel, so it is not offered (browser tools are, and say no browser runs).
 	var out []tools.Listing
-	for _, l := range tb.Registry.All(0) {
+	for _, l := range tb.Registry.Offered(ctx, mcpScope(), tb.Registry.All(0)) {
 		if l.Name != tools.AskUserName {
 			out = append(out, l)
 		}
@@ -198,12 +199,17 @@ func (s *mcpServer) list(ctx context.Context) ([]tools.Listing, error) {
 	return out, nil
 }
 
+// mcpScope is an outside agent's scope, for the calls this process runs itself.
+func mcpScope() *tools.Scope {
+	return &tools.Scope{Principal: tools.PrincipalMCP, Outside: true}
+}
+
 func (s *mcpServer) call(ctx context.Context, name string, args json.RawMessage, tab int) (tools.Result, error) {
 	if c := s.live(); c != nil {
 		ctx, cancel := context.WithTimeout(ctx, mcpCallTimeout)
 		defer cancel()
 		var res tools.Result
-		err := c.Call(ctx, "tools.call", map[string]any{"name": name, "arguments": args, "tab_id": tab, "caller": "mcp"}, &res)
+		err := c.Call(ctx, "tools.call", map[string]any{"name": name, "arguments": args, "tab_id": tab}, &res)
 		return res, err
 	}
 	tb, err := s.local()
@@ -212,7 +218,7 @@ func (s *mcpServer) call(ctx context.Context, name string, args json.RawMessage,
 	}
 	// This process is the session: its repeats and rate are its own.
 	ctx = tools.WithSession(ctx, "mcp-"+strconv.Itoa(os.Getpid()))
-	return tb.Registry.Call(ctx, &tools.Call{Tool: name, Arguments: args, Caller: "mcp"}), nil
+	return tb.Registry.Call(ctx, &tools.Call{Tool: name, Arguments: args, Caller: tools.PrincipalMCP, Scope: mcpScope()}), nil
 }
 
 // refresh brings the MCP tool list in line with the host's; the SDK tells the client
@@ -223,12 +229,9 @@ func (s *mcpServer) refresh(ctx context.Context) {
 		s.log.Warn().Err(err).Msg("listing the host's tools")
 		return
 	}
-	allowed := control.AllowedTools(ctx, s.settings)
 	want := map[string]tools.Listing{}
 	for _, l := range ls {
-		if allowed(l.ModelName, l.Name) {
-			want[mcpName(l)] = l
-		}
+		want[mcpName(l)] = l
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,7 +252,7 @@ func (s *mcpServer) refresh(ctx context.Context) {
 			continue
 		}
 		s.current[name] = string(sig)
-		s.server.AddTool(mcpTool(l), s.forward(l.ModelName, l.Name))
+		s.server.AddTool(mcpTool(l), s.forward(l.ModelName))
 	}
 }
 
@@ -286,12 +289,9 @@ func mcpTool(l tools.Listing) *mcp.Tool {
 
 // forward calls a host tool for the client. Every unsuccessful result is isError,
 // with Ferry's result (code, reason) as structured content and as JSON text.
-func (s *mcpServer) forward(name, registered string) mcp.ToolHandler {
+// What an outside agent may call is the host's pipeline to decide (and audit).
+func (s *mcpServer) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if !control.AllowedTools(ctx, s.settings)(name, registered) {
-			return toolResult(tools.Result{Code: tools.CodePermissionDenied,
-				Reason: name + " is not among the tools outside agents may use (setting " + control.SettingAllowedTools + ")"}), nil
-		}
 		s.mu.Lock()
 		tab := s.tab
 		s.mu.Unlock()

@@ -45,7 +45,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !*local {
 		dataDir, err := storage.DefaultDataDir()
 		if err == nil {
-			c, err := control.Dial(context.Background(), dataDir, *hostPID)
+			c, err := control.DialAs(context.Background(), dataDir, *hostPID, control.ClientRun)
 			switch {
 			case err == nil:
 				defer c.Close()

@@ -116,6 +116,32 @@ type env struct {
 
 	mu     sync.Mutex
 	events []Event
+	audit  *memAudit
+}
+
+// memAudit keeps the audit rows the pipeline records.
+type memAudit struct {
+	mu   sync.Mutex
+	rows []storage.AuditEntry
+}
+
+func (a *memAudit) Record(e storage.AuditEntry) {
+	a.mu.Lock()
+	a.rows = append(a.rows, e)
+	a.mu.Unlock()
+}
+
+// auditCount is how many audit rows have code.
+func (e *env) auditCount(t testing.TB, code tools.Code) int {
+	e.audit.mu.Lock()
+	defer e.audit.mu.Unlock()
+	n := 0
+	for _, r := range e.audit.rows {
+		if r.Code == string(code) {
+			n++
+		}
+	}
+	return n
 }
 
 func newEnv(t testing.TB, prov *fakeProvider, opt ...func(*Options)) *env {
@@ -136,7 +162,8 @@ func (e *env) open(opt ...func(*Options)) {
 	}
 	e.db = db
 	live := config.NewLive(db, db.Now)
-	e.reg = tools.NewRegistry(tools.Options{Settings: live, Now: db.Now})
+	e.audit = &memAudit{}
+	e.reg = tools.NewRegistry(tools.Options{Settings: live, Now: db.Now, Audit: e.audit})
 	for _, tl := range append(tasks.Tools(tasks.Deps{Store: db}), testTools()...) {
 		if err := e.reg.Register(tl); err != nil {
 			e.t.Fatal(err)

@@ -364,12 +364,24 @@ func TestMaxToolCalls(t *testing.T) {
 	if len(reqs[1].Tools) != 0 {
 		t.Errorf("tools still offered after the cap: %d", len(reqs[1].Tools))
 	}
-	if !strings.Contains(reqs[1].Messages[4].Content, "RATE_LIMITED") {
-		t.Errorf("third call's result %s", reqs[1].Messages[4].Content)
+	// The three calls run at once: the pipeline lets exactly two through, whichever
+	// come first, and refuses the third with the reason.
+	limited := 0
+	for _, m := range reqs[1].Messages[2:5] {
+		if strings.Contains(m.Content, "RATE_LIMITED") && strings.Contains(m.Content, SettingMaxToolCalls) {
+			limited++
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d of the three calls were refused by the cap, want 1: %+v", limited, reqs[1].Messages[2:5])
 	}
 	run, _ := e.db.GetRun(context.Background(), r.ID)
 	if run.ToolCalls != 2 {
 		t.Errorf("run made %d calls", run.ToolCalls)
+	}
+	// The refusal is in the audit log like every other.
+	if n := e.auditCount(t, tools.CodeRateLimited); n != 1 {
+		t.Errorf("%d RATE_LIMITED audit rows, want 1", n)
 	}
 }
 

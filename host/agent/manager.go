@@ -203,6 +203,10 @@ type SendRequest struct {
 	// cycle. Empty starts a new trace at depth 0.
 	TraceID string
 	Depth   int
+	// Scope is who sent the message, as the host knows it where the message came
+	// in (an outside agent on the control socket, a page's ferry.ask); nil is the
+	// person. Every call of the run carries it.
+	Scope *tools.Scope
 	// OnEvent hears the run's events from the first one on: it is subscribed
 	// before the run starts.
 	OnEvent func(Event)
@@ -235,7 +239,7 @@ func (m *Manager) Send(ctx context.Context, req SendRequest) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.start(ctx, conv, req.OnEvent, func(r *Run) error {
+	return m.start(ctx, conv, req.Scope, req.OnEvent, func(r *Run) error {
 		if req.TraceID != "" {
 			r.traceID, r.depth = req.TraceID, max(req.Depth, 0)
 		}
@@ -250,7 +254,7 @@ func (m *Manager) Resume(ctx context.Context, conversationID string, onEvent fun
 	if err != nil {
 		return nil, err
 	}
-	return m.start(ctx, conv, onEvent, func(r *Run) error {
+	return m.start(ctx, conv, nil, onEvent, func(r *Run) error {
 		if len(r.history) == 0 {
 			return ErrNothingToResume
 		}
@@ -264,7 +268,7 @@ func (m *Manager) Resume(ctx context.Context, conversationID string, onEvent fun
 
 // start loads the conversation into a new run, lets prepare add to it, records the
 // run and starts its goroutine.
-func (m *Manager) start(ctx context.Context, conv storage.Conversation, onEvent func(Event), prepare func(*Run) error) (*Run, error) {
+func (m *Manager) start(ctx context.Context, conv storage.Conversation, scope *tools.Scope, onEvent func(Event), prepare func(*Run) error) (*Run, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -293,6 +297,7 @@ func (m *Manager) start(ctx context.Context, conv storage.Conversation, onEvent 
 	}
 	r := m.newRun(conv.ID, prov)
 	r.tabID, r.stored, r.persist = conv.TabID, true, true
+	r.scope = scope.ForRun(r.ID, conv.ID, m.budget(ctx), nil)
 	if err := r.load(ctx); err != nil {
 		release()
 		return nil, err
@@ -361,12 +366,17 @@ func (m *Manager) ActiveRun(conversationID string) *Run {
 	return r
 }
 
+// budget is one run's cap on tool calls, from the setting now.
+func (m *Manager) budget(ctx context.Context) *tools.Budget {
+	return tools.NewBudget(m.opts.Settings.Snapshot(ctx).Int(SettingMaxToolCalls))
+}
+
 func (m *Manager) newRun(conversationID string, prov model.Provider) *Run {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &Run{
 		ID: newID(), ConversationID: conversationID,
 		m: m, prov: prov, bus: newBus(), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		traceID: tools.NewID(),
+		traceID: tools.NewID(), scope: &tools.Scope{},
 	}
 	r.childGone = sync.NewCond(&r.mu)
 	return r

@@ -37,10 +37,14 @@ type Run struct {
 	// has a row in runs and its model calls are recorded.
 	persist, stored bool
 
-	// Sub-agents: the parent run, the type, and which tools it may use.
+	// scope is what the run's calls may reach (who started it, an outside agent's
+	// allowed tools, a sub-agent's type, the cap on calls, the data-flow gate): the
+	// pipeline's permit and confirm steps read it on every call.
+	scope *tools.Scope
+
+	// Sub-agents: the parent run and the type.
 	parent    *Run
 	agentType string
-	allow     func(tools.Listing) bool
 	extra     string // added to the system prompt
 
 	history  []model.Message
@@ -54,8 +58,6 @@ type Run struct {
 	ending    bool
 	childGone *sync.Cond
 	usage     model.Usage
-	toolCalls int
-	noTools   bool
 	lastStop  string // the stop reason of the latest answer
 }
 
@@ -149,7 +151,7 @@ func (r *Run) execute() {
 	out := Outcome{Status: storage.RunCompleted, Text: text}
 	r.mu.Lock()
 	out.Usage = r.usage
-	calls := r.toolCalls
+	calls := r.scope.Budget.Used()
 	out.StopReason = r.lastStop
 	r.mu.Unlock()
 	if err != nil {
@@ -305,7 +307,6 @@ func toolMessage(id string, res tools.Result) model.Message {
 // loop is the agent loop: ask the model, run the tools it asks for, give it the
 // results, until it answers without calling a tool.
 func (r *Run) loop(ctx context.Context) (string, error) {
-	maxCalls := r.m.opts.Settings.Snapshot(ctx).Int(SettingMaxToolCalls)
 	// carried is the answer so far: the text of this turn, with the parts of it
 	// that came before a length-limit continuation.
 	var carried strings.Builder
@@ -330,20 +331,10 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 		if len(calls) == 0 {
 			continue // asked to go on after the length limit, or a paused turn
 		}
-		capped := r.noTools
-		budget := len(calls)
-		if maxCalls > 0 {
-			r.mu.Lock()
-			if left := maxCalls - r.toolCalls; left < budget {
-				budget = max(left, 0)
-				r.noTools = true
-			}
-			r.mu.Unlock()
-		}
-		if capped {
-			budget = 0
-		}
-		results := r.runTools(ctx, calls[:budget], offer)
+		// The cap itself is the pipeline's (each call beyond it is RATE_LIMITED and
+		// audited); a model that calls tools when none were offered is stopped here.
+		capped := offer.capped
+		results := r.runTools(ctx, calls, offer)
 		if ctx.Err() != nil {
 			// A call cut short by the run stopping failed for that reason, not its own:
 			// the model (on resume) must know it may still have had effects.
@@ -354,10 +345,6 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 				}
 			}
 		}
-		for range calls[budget:] {
-			results = append(results, tools.Result{Code: tools.CodeRateLimited, Reason: fmt.Sprintf(
-				"this run has made the most tool calls it may (%d, setting %s): answer now with what you have", maxCalls, SettingMaxToolCalls)})
-		}
 		for i, c := range calls {
 			if err := r.append(ctx, r.toolResultMessage(c.ID, results[i])); err != nil {
 				return "", err
@@ -367,7 +354,7 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 			return "", context.Cause(ctx)
 		}
 		if capped {
-			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s)", maxCalls, SettingMaxToolCalls)
+			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s)", r.scope.Budget.Limit(), SettingMaxToolCalls)
 		}
 		if err := r.loopGuard(ctx, calls, results); err != nil {
 			return "", err
@@ -477,27 +464,22 @@ type offer struct {
 	specs       []model.ToolSpec
 	unavailable []tools.Unavailable
 	byModel     map[string]tools.Listing
+	capped      bool // the run's cap on calls is reached: no tools offered
 }
 
+// offer is what the model is shown this turn: the tools the run's scope may call
+// (the registry's rule, the one the pipeline enforces), none once the cap is reached.
 func (r *Run) offer(ctx context.Context) offer {
 	o := offer{byModel: map[string]tools.Listing{}}
 	avail, unavail := r.m.reg.ModelList(ctx, r.tabID)
-	if r.noTools {
-		o.unavailable = unavail
+	o.unavailable = r.m.reg.OfferedUnavailable(ctx, r.scope, r.tabID, unavail)
+	if r.scope.Budget.Left() == 0 {
+		o.capped = true
 		return o
 	}
-	for _, l := range avail {
-		if r.allow != nil && !r.allow(l) {
-			continue
-		}
+	for _, l := range r.m.reg.Offered(ctx, r.scope, avail) {
 		o.specs = append(o.specs, model.ToolSpec{Name: l.ModelName, Description: l.Description, Parameters: l.Parameters})
 		o.byModel[l.ModelName] = l
-	}
-	for _, u := range unavail {
-		if r.allow != nil && !r.allow(tools.Listing{Name: u.Name, ModelName: u.Name}) {
-			continue
-		}
-		o.unavailable = append(o.unavailable, u)
 	}
 	return o
 }
@@ -549,19 +531,12 @@ func (r *Run) tabKey(args json.RawMessage) string {
 func (r *Run) callTool(ctx context.Context, c model.ToolCall, o offer) tools.Result {
 	start := time.Now()
 	r.publish(Event{Type: EventToolCallStarted, ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-	var res tools.Result
-	name, known := r.m.reg.Resolve(c.Name, r.tabID)
-	if _, offered := o.byModel[c.Name]; !offered && known && r.allow != nil {
-		res = tools.Result{Code: tools.CodeNotFound, Reason: fmt.Sprintf("%s is not among the tools of a %s sub-agent; use the tools you were offered", c.Name, r.agentType)}
-	} else {
-		r.mu.Lock()
-		r.toolCalls++
-		r.mu.Unlock()
-		res = r.m.reg.Call(context.WithValue(ctx, runKey{}, r), &tools.Call{
-			ID: c.ID, Tool: c.Name, Arguments: c.Arguments, Caller: "model", TabID: r.tabID,
-			TraceID: r.traceID, Depth: r.depth, ConversationID: r.ConversationID, RunID: r.ID,
-		})
-	}
+	name, _ := r.m.reg.Resolve(c.Name, r.tabID)
+	res := r.m.reg.Call(context.WithValue(ctx, runKey{}, r), &tools.Call{
+		ID: c.ID, Tool: c.Name, Arguments: c.Arguments, Caller: "model", TabID: r.tabID,
+		TraceID: r.traceID, Depth: r.depth, ConversationID: r.ConversationID, RunID: r.ID,
+		Scope: r.scope,
+	})
 	rc := res
 	r.publish(Event{Type: EventToolCallFinished, ID: c.ID, Name: c.Name, Result: &rc, Code: res.Code, DurationMS: time.Since(start).Milliseconds()})
 	if res.Success && (name == "create_task" || name == "update_task") {

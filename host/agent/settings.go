@@ -2,12 +2,13 @@ package agent
 
 import (
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/tools"
 )
 
 // Settings keys of the agent (`ferry config list` documents them).
 const (
 	SettingSystemPrompt        = "agent.system_prompt"
-	SettingMaxToolCalls        = "agent.max_tool_calls"
+	SettingMaxToolCalls        = tools.SettingMaxToolCalls
 	SettingSubagentConcurrency = "agent.subagent_concurrency"
 	SettingDiagnosticsDays     = "diagnostics.retention_days"
 	SettingOnLengthLimit       = "agent.on_length_limit"

@@ -71,17 +71,23 @@ func SubAgentTypeNames() []string {
 	return out
 }
 
-func (t SubAgentType) allows(l tools.Listing) bool {
-	if never[l.Name] || never[l.ModelName] {
+// rule is the type's tool list as a scope rule: the pipeline's permit step refuses
+// what it leaves out, and the run offers only what it allows.
+func (t SubAgentType) rule() tools.Allow {
+	return tools.Allow{Who: "a " + t.Name + " sub-agent", Permits: t.allows}
+}
+
+func (t SubAgentType) allows(name, modelName string, source tools.Source) bool {
+	if never[name] || never[modelName] {
 		return false
 	}
 	if t.Tools == nil {
 		return true
 	}
-	if l.Source == tools.SourcePage {
+	if source == tools.SourcePage {
 		return t.Pages
 	}
-	return t.Tools[l.Name] || t.Tools[l.ModelName]
+	return t.Tools[name] || t.Tools[modelName]
 }
 
 // errSubTimeout ends a sub-agent that ran past its time.
@@ -234,7 +240,10 @@ func (m *Manager) subAgent(ctx context.Context, call *tools.Call, a agentArgs, t
 	}
 	sub := m.newRun(call.ConversationID, prov)
 	sub.parent, sub.agentType = parent, t.Name
-	sub.allow = t.allows
+	// What the call that asked for it could reach, narrowed to the type's tools: an
+	// outside agent's allowed tools and the parent run's data-flow gate travel on.
+	sub.scope = call.Scope.Narrow(t.rule(), sub.ID, m.budget(ctx))
+	sub.scope.ConversationID = call.ConversationID
 	sub.traceID, sub.depth = call.TraceID, call.Depth+1
 	sub.tabID = a.TabID
 	if sub.tabID == 0 && parent != nil {

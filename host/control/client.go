@@ -28,15 +28,26 @@ type Client struct {
 // Dial connects to a host of dataDir: the one with pid, or (pid 0) the most recently
 // active. ErrNoHost when none is running.
 func Dial(ctx context.Context, dataDir string, pid int) (*Client, error) {
+	return DialAs(ctx, dataDir, pid, "")
+}
+
+// DialAs is Dial for a client that names itself in control.hello ("ferry mcp"): the
+// host records calls with that label; the scope is an outside agent's either way.
+func DialAs(ctx context.Context, dataDir string, pid int, name string) (*Client, error) {
 	info, err := Pick(dataDir, pid)
 	if err != nil {
 		return nil, err
 	}
-	return DialInfo(ctx, dataDir, info)
+	return DialInfoAs(ctx, dataDir, info, name)
 }
 
 // DialInfo connects to the host info describes and presents its token.
 func DialInfo(ctx context.Context, dataDir string, info Info) (*Client, error) {
+	return DialInfoAs(ctx, dataDir, info, "")
+}
+
+// DialInfoAs is DialInfo for a client that names itself.
+func DialInfoAs(ctx context.Context, dataDir string, info Info, name string) (*Client, error) {
 	_, tokenPath, _ := paths(dataDir, info.PID)
 	tok, err := os.ReadFile(tokenPath)
 	if err != nil {
@@ -46,7 +57,7 @@ func DialInfo(ctx context.Context, dataDir string, info Info) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the browser host (pid %d): %w", info.PID, err)
 	}
-	hello, err := clientHello(ctx, nc, strings.TrimSpace(string(tok)))
+	hello, err := clientHello(ctx, nc, strings.TrimSpace(string(tok)), name)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("the browser host (pid %d) did not let this client in: %w", info.PID, err)
@@ -65,14 +76,18 @@ func DialInfo(ctx context.Context, dataDir string, info Info) (*Client, error) {
 // server's: the host answers it before either side speaks full JSON-RPC, and a host
 // that turns the client away (busy, wrong token) says why in that one answer, which
 // may come before the hello is even read.
-func clientHello(ctx context.Context, nc net.Conn, token string) (Info, error) {
+func clientHello(ctx context.Context, nc net.Conn, token, name string) (Info, error) {
 	deadline := time.Now().Add(HelloTimeout + 5*time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	nc.SetDeadline(deadline)
 	defer nc.SetDeadline(time.Time{})
-	params, _ := json.Marshal(map[string]string{"token": token})
+	hp := map[string]string{"token": token}
+	if name != "" {
+		hp["client"] = name // a label for the audit rows; the scope is an outside agent's anyway
+	}
+	params, _ := json.Marshal(hp)
 	b, _ := json.Marshal(&protocol.Message{JSONRPC: "2.0", ID: json.RawMessage("1"), Method: HelloMethod, Params: params})
 	werr := protocol.WriteFrame(nc, b)
 	f, err := protocol.ReadFrame(nc, protocol.MaxInboundFrame)

@@ -8,61 +8,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/agent"
-	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
-	"github.com/ferryhq/ferry/storage"
 )
 
 // SettingAllowedTools lists the tools outside agents (socket clients, `ferry mcp`)
-// may call at all.
-const SettingAllowedTools = "mcp.allowed_tools"
+// may call at all: the pipeline enforces it on every call they make, directly or
+// through the runs they start.
+const SettingAllowedTools = tools.SettingAllowedTools
 
 // DefaultAllowedTools is everything except the risky tools.
-const DefaultAllowedTools = "*,-execute_script,-browser_navigate,-close_tab,-opfs_delete"
+const DefaultAllowedTools = tools.DefaultAllowedTools
 
-func init() {
-	config.Register(config.Setting{Key: SettingAllowedTools, Default: DefaultAllowedTools,
-		Description: "comma-separated tools that outside agents (ferry mcp, the control socket) may call: names (model-visible or registered), * for every tool, -name to exclude one; confirmations still happen in the side panel"})
-}
+// Names clients give themselves in control.hello. They label the audit rows; the
+// scope is an outside agent's whatever a client says.
+const (
+	ClientMCP = "ferry mcp"
+	ClientRun = "ferry run"
+)
 
 // Allowed parses a mcp.allowed_tools value into a predicate over tool names.
-func Allowed(value string) func(names ...string) bool {
-	all := false
-	allow, deny := map[string]bool{}, map[string]bool{}
-	for _, f := range strings.Split(value, ",") {
-		f = strings.TrimSpace(f)
-		switch {
-		case f == "":
-		case f == "*":
-			all = true
-		case strings.HasPrefix(f, "-"):
-			deny[strings.TrimSpace(f[1:])] = true
-		default:
-			allow[f] = true
-		}
-	}
-	return func(names ...string) bool {
-		ok := all
-		for _, n := range names {
-			if deny[n] {
-				return false
-			}
-			if allow[n] {
-				ok = true
-			}
-		}
-		return ok
-	}
-}
-
-// AllowedTools reads the setting (its default when unset).
-func AllowedTools(ctx context.Context, s config.Settings) func(names ...string) bool {
-	return Allowed(s.Snapshot(ctx).String(SettingAllowedTools))
-}
+func Allowed(value string) func(names ...string) bool { return tools.OutsideRule(value) }
 
 // socketMethods are the host methods a socket client may use; the rest (page.*,
 // ui.*, settings.set, secrets.set, …) belong to the extension alone.
@@ -74,10 +44,6 @@ var socketMethods = map[string]bool{
 	"audit.query": true, "audit.export": true, "settings.list": true,
 }
 
-// socketCallers are the callers a client may name itself in tools.call; anything
-// else is recorded as "socket". A client can never pass for the extension or a page.
-var socketCallers = map[string]bool{"socket": true, "mcp": true}
-
 // Local is what a socket client reaches of the host it talks to.
 type Local struct {
 	Methods *protocol.Mux    // the host's method table
@@ -85,15 +51,16 @@ type Local struct {
 }
 
 // HostHandler answers socket clients with the host's own methods and registry.
-// Two methods differ from the extension's: tools.call is recorded with the socket
-// caller and checked against mcp.allowed_tools; chat.send sends the run's events
-// (chat.event) to the client that started the run as well, and a run is cancelled
-// when its client goes away.
+// The socket decides who the client is, never the client: every call and run it
+// starts carries an outside agent's scope (mcp.allowed_tools, enforced in the
+// pipeline), the caller "mcp" for `ferry mcp` and "socket" otherwise, and no origin.
+// tools.list offers only what that scope may call; chat.send sends the run's events
+// (chat.event) to the client that started it as well, and the run is cancelled when
+// its client goes away.
 func HostHandler(h Local) Handler {
-	own := protocol.NewMux() // the socket's own versions of two methods
-	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) {
-		return toolsCall(tools.WithSession(ctx, sessionID(peerOf(ctx))), h, p)
-	})
+	own := protocol.NewMux() // the socket's own versions of three methods
+	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) { return toolsCall(tools.WithSession(ctx, sessionID(peerOf(ctx))), h, peerOf(ctx), p) })
+	protocol.Handle(own, "tools.list", func(ctx context.Context, p listParams) (any, error) { return toolsList(ctx, h, peerOf(ctx), p) })
 	protocol.Handle(own, "chat.send", func(ctx context.Context, p sendParams) (any, error) { return chatSend(ctx, h, peerOf(ctx), p) })
 	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
 		if !socketMethods[method] {
@@ -130,26 +97,48 @@ func sessionID(p *Peer) string {
 	return id.(string)
 }
 
-func toolsCall(ctx context.Context, h Local, p toolbox.CallParams) (any, error) {
-	if !socketCallers[p.Caller] {
-		p.Caller = "socket"
+// PeerScope is the scope of everything a socket client starts.
+func PeerScope(p *Peer) *tools.Scope {
+	name := p.Client()
+	principal := tools.PrincipalSocket
+	if name == ClientMCP {
+		principal = tools.PrincipalMCP
 	}
-	if p.Name != "" {
-		// An unknown name goes on to the pipeline, which answers NOT_FOUND.
-		if reg, known := h.Tools.Registry.Resolve(p.Name, p.TabID); known && !AllowedTools(ctx, h.Tools.Settings)(p.Name, reg) {
-			names := []string{p.Name, reg}
-			res := tools.Result{Code: tools.CodePermissionDenied,
-				Reason: p.Name + " is not among the tools outside agents may use (setting " + SettingAllowedTools + "; `ferry config set " + SettingAllowedTools + " ...` changes it)"}
-			// Recorded like every other refusal (the arguments are left out: redaction
-			// is the pipeline's, and nothing ran).
-			h.Tools.Audit.Record(storage.AuditEntry{Time: time.Now(), CallID: tools.NewID(), Tool: names[len(names)-1],
-				Caller: p.Caller, Code: string(res.Code), Result: res.Reason, TraceID: tools.NewID(), Arguments: json.RawMessage("null")})
-			return res, nil
-		}
-	}
-	return h.Tools.ToolsCall(ctx, p)
+	return &tools.Scope{Principal: principal, Client: name, Outside: true}
 }
 
+// toolsCall runs a client's call under its scope. Of the params only the tool, its
+// arguments and the tab are the client's to say: caller, origin, trace and
+// conversation are the host's, and ignored.
+func toolsCall(ctx context.Context, h Local, peer *Peer, p toolbox.CallParams) (any, error) {
+	if p.Name == "" {
+		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: tools.call needs the tool's name")
+	}
+	scope := PeerScope(peer)
+	return h.Tools.Registry.Call(ctx, &tools.Call{
+		Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: scope.Principal, Scope: scope,
+	}), nil
+}
+
+type listParams struct {
+	TabID int  `json:"tab_id,omitempty"`
+	Model bool `json:"model,omitempty"`
+}
+
+func toolsList(ctx context.Context, h Local, peer *Peer, p listParams) (any, error) {
+	reg := h.Tools.Registry
+	list := reg.List
+	if p.Model {
+		list = reg.ModelList
+	}
+	scope := PeerScope(peer)
+	avail, unavail := list(ctx, p.TabID)
+	avail = reg.Offered(ctx, scope, avail)
+	return map[string]any{"tools": avail, "unavailable": reg.OfferedUnavailable(ctx, scope, p.TabID, unavail), "tokens": tools.TotalTokens(avail)}, nil
+}
+
+// sendParams is chat.send as a socket client sends it. Origin is accepted (older
+// clients send it) and ignored: the host looks the tab's origin up itself.
 type sendParams struct {
 	Text           string `json:"text"`
 	ConversationID string `json:"conversation_id,omitempty"`
@@ -163,7 +152,8 @@ func chatSend(ctx context.Context, h Local, peer *Peer, p sendParams) (any, erro
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: chat.send needs the message text")
 	}
 	r, err := h.Tools.Agent.Send(ctx, agent.SendRequest{
-		Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID,
+		Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, ProviderID: p.ProviderID,
+		Scope:   PeerScope(peer),
 		OnEvent: func(ev agent.Event) { peer.Notify("chat.event", ev) },
 	})
 	if err != nil {
@@ -171,4 +161,15 @@ func chatSend(ctx context.Context, h Local, peer *Peer, p sendParams) (any, erro
 	}
 	peer.OnClose(func() { r.Cancel() })
 	return map[string]string{"conversation_id": r.ConversationID, "run_id": r.ID}, nil
+}
+
+// cut bounds a client-given label.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

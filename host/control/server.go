@@ -98,6 +98,15 @@ type Peer struct {
 
 	mu      sync.Mutex
 	onClose []func()
+	client  string // the name the client gave in control.hello
+}
+
+// Client is the name the client gave itself in control.hello ("ferry mcp", …), or "".
+// A label only: every client of the socket is an outside agent to the host.
+func (p *Peer) Client() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.client
 }
 
 // Notify sends a notification to this client only.
@@ -297,7 +306,7 @@ func (s *Server) serve(p *Peer) {
 			f()
 		}
 	}()
-	err := s.hello(nc, func() {
+	err := s.hello(p, func() {
 		// Counted out before the answer goes, so that a client that has it
 		// never finds its own place still taken.
 		authed = true
@@ -331,9 +340,10 @@ func (s *Server) serve(p *Peer) {
 // token. It is answered here, before the connection reaches protocol.Conn (and its
 // 64 MiB frames, its goroutine per request); anything else is answered with
 // protocol.CodeUnauthorized and the connection closed.
-func (s *Server) hello(nc net.Conn, accepted func()) error {
+func (s *Server) hello(p *Peer, accepted func()) error {
+	nc := p.nc
 	nc.SetReadDeadline(time.Now().Add(s.opts.HelloTimeout))
-	id, token, err := ReadHello(nc)
+	id, token, client, err := readHello(nc)
 	nc.SetWriteDeadline(time.Now().Add(s.opts.HelloTimeout))
 	defer nc.SetWriteDeadline(time.Time{})
 	reply := &protocol.Message{JSONRPC: "2.0", ID: id}
@@ -349,6 +359,9 @@ func (s *Server) hello(nc net.Conn, accepted func()) error {
 		return err
 	}
 	nc.SetReadDeadline(time.Time{})
+	p.mu.Lock()
+	p.client = client
+	p.mu.Unlock()
 	accepted()
 	reply.Result, _ = json.Marshal(s.Info())
 	return writeMessage(nc, reply)
@@ -376,27 +389,34 @@ func (e *HelloError) Error() string { return e.Message }
 // declared length is refused from the 4-byte prefix alone, before any allocation.
 // The returned id is the request's, for the answer (null when there is none).
 func ReadHello(r io.Reader) (id json.RawMessage, token string, err error) {
+	id, token, _, err = readHello(r)
+	return id, token, err
+}
+
+// readHello is ReadHello that also returns the name the client gave itself (cut to
+// 64 bytes): a label for its audit rows, never a scope.
+func readHello(r io.Reader) (id json.RawMessage, token, client string, err error) {
 	id = json.RawMessage("null")
 	data, err := protocol.ReadFrame(r, MaxHelloFrame)
 	if err != nil {
 		var fe *protocol.FrameSizeError
 		if errors.As(err, &fe) {
-			return id, "", &HelloError{Message: fmt.Sprintf("unauthorized: the first frame (%d bytes) is over the %d bytes allowed before %s {token}", fe.Length, MaxHelloFrame, HelloMethod)}
+			return id, "", "", &HelloError{Message: fmt.Sprintf("unauthorized: the first frame (%d bytes) is over the %d bytes allowed before %s {token}", fe.Length, MaxHelloFrame, HelloMethod)}
 		}
 		if errors.Is(err, protocol.ErrEmptyFrame) {
-			return id, "", &HelloError{Message: "unauthorized: an empty frame; send " + HelloMethod + " {token} first"}
+			return id, "", "", &HelloError{Message: "unauthorized: an empty frame; send " + HelloMethod + " {token} first"}
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return id, "", &HelloError{Message: "unauthorized: no " + HelloMethod + " {token} in time"}
+			return id, "", "", &HelloError{Message: "unauthorized: no " + HelloMethod + " {token} in time"}
 		}
-		return id, "", &HelloError{Message: "no hello: " + err.Error(), Silent: true}
+		return id, "", "", &HelloError{Message: "no hello: " + err.Error(), Silent: true}
 	}
 	msg, perr := protocol.DecodeMessage(data)
 	if perr != nil {
 		if msg != nil && msg.ID != nil {
 			id = msg.ID
 		}
-		return id, "", &HelloError{Message: "unauthorized: " + perr.Message}
+		return id, "", "", &HelloError{Message: "unauthorized: " + perr.Message}
 	}
 	if msg.ID != nil {
 		id = msg.ID
@@ -409,15 +429,16 @@ func ReadHello(r io.Reader) (id json.RawMessage, token string, err error) {
 		if len(what) > 80 {
 			what = what[:80] + "…"
 		}
-		return id, "", &HelloError{Message: fmt.Sprintf("unauthorized: send %s {token} first, not %s", HelloMethod, what)}
+		return id, "", "", &HelloError{Message: fmt.Sprintf("unauthorized: send %s {token} first, not %s", HelloMethod, what)}
 	}
 	var hp struct {
-		Token string `json:"token"`
+		Token  string `json:"token"`
+		Client string `json:"client"`
 	}
 	if err := json.Unmarshal(msg.Params, &hp); err != nil || hp.Token == "" {
-		return id, "", &HelloError{Message: "unauthorized: " + HelloMethod + " needs {token}"}
+		return id, "", "", &HelloError{Message: "unauthorized: " + HelloMethod + " needs {token}"}
 	}
-	return id, hp.Token, nil
+	return id, hp.Token, cut(hp.Client, 64), nil
 }
 
 func (s *Server) handle(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {

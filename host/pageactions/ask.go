@@ -73,6 +73,7 @@ type RunRequest struct {
 	// (empty: a new trace at depth 0), so that the run's calls count deeper.
 	TraceID string
 	Depth   int
+	Scope  *tools.Scope // the page's: every call of the run carries it
 }
 
 // AskDeps is what ferry.ask and the per-origin settings need.
@@ -293,7 +294,10 @@ func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
 			return AskResult{}, refused("could not ask whether %s may start a Ferry run: %v (open Ferry's side panel)", origin, err)
 		}
 	}
-	req := RunRequest{Text: text, TabID: p.TabID, Origin: origin, TraceID: p.TraceID, Depth: p.Depth}
+	// The run is the page's request: its calls carry the page's origin (whose
+	// settings apply to them), and the text is the page's, not the person's.
+	req := RunRequest{Text: text, TabID: p.TabID, Origin: origin, TraceID: p.TraceID, Depth: p.Depth,
+		Scope: &tools.Scope{Principal: tools.PrincipalPage, Origin: origin}}
 	if req.TraceID != "" && req.Depth > tools.MaxDepth {
 		// The run's first call would be deeper than the loop guard allows: the
 		// event → run → action cycle stops here, before a model is asked.

@@ -78,8 +78,10 @@ func (u pageUI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (t
 	return tools.ConfirmAnswer{Approved: ok}, err
 }
 
+// pageMayAnswer: a page answers only for its own action, and never for a call that
+// would carry a run's data elsewhere (that is the person's to approve).
 func (u pageUI) pageMayAnswer(req tools.ConfirmRequest) bool {
-	return req.Source == tools.SourcePage && req.TabID > 0 && u.m.br != nil && u.m.declares(req.TabID, req.FrameID, req.Tool)
+	return req.Source == tools.SourcePage && req.Flow == nil && req.TabID > 0 && u.m.br != nil && u.m.declares(req.TabID, req.FrameID, req.Tool)
 }
 
 func (u pageUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {

@@ -3,7 +3,6 @@ package pageactions
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/ferryhq/ferry/host/tools"
@@ -69,38 +68,35 @@ type executeParams struct {
 }
 
 // execute is ferry.execute: a page runs one of its tab's page actions through the
-// whole pipeline. A page reaches only page actions of its own tab, never the host's
-// builtins; only its top frame and same-origin frames may; each origin has its own
-// rate.
+// whole pipeline. Its scope says what a page may reach, and the pipeline refuses
+// (and audits) the rest: only its top frame and same-origin frames may call, each
+// origin at its own rate, and only page actions its origin declared in its own tab,
+// never the host's builtins.
 func (m *Manager) execute(ctx context.Context, p executeParams) (any, error) {
 	if p.TabID <= 0 || p.Name == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.actions.execute needs tab_id and name")
 	}
-	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, p.Origin, "ferry.execute"); f != nil {
-		return tools.Result{Code: f.Code, Reason: f.Reason}, nil
+	scope := PageScope(p.Origin, p.TabID)
+	scope.Admit = func(ctx context.Context) *tools.Failure {
+		if f := m.CheckFrame(ctx, p.TabID, p.FrameID, p.Origin, "ferry.execute"); f != nil {
+			return f
+		}
+		if ok, wait := m.rates.take(p.Origin, PageCallsPerMinute); !ok {
+			return tools.Failf(tools.CodeRateLimited, "too many ferry.execute calls from %s: at most %d a minute; retry in %s", p.Origin, PageCallsPerMinute, wait.Round(time.Millisecond))
+		}
+		return nil
 	}
-	if ok, wait := m.rates.take(p.Origin, PageCallsPerMinute); !ok {
-		return tools.Result{Code: tools.CodeRateLimited, Reason: fmt.Sprintf("too many ferry.execute calls from %s: at most %d a minute; retry in %s", p.Origin, PageCallsPerMinute, wait.Round(time.Millisecond))}, nil
-	}
-	if !m.isPageAction(p.TabID, p.Name) {
-		return tools.Result{Code: tools.CodeNotFound, Reason: "no action named " + quote(p.Name) + " is declared in this tab; a page can run only page actions (ferry.tools() lists them)"}, nil
-	}
-	call := &tools.Call{Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: "page", Origin: p.Origin}
+	call := &tools.Call{Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: tools.PrincipalPage, Origin: p.Origin, Scope: scope}
 	if p.TraceID != "" {
 		call.TraceID, call.Depth = p.TraceID, max(p.Depth, 0)
 	}
 	return m.reg.Call(context.WithoutCancel(ctx), call), nil
 }
 
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
-
-func (m *Manager) isPageAction(tab int, name string) bool {
-	for _, l := range m.reg.All(tab) {
-		if (l.Name == name || l.ModelName == name) && l.Source == tools.SourcePage && l.TabID == tab {
-			return true
-		}
-	}
-	return false
+// PageScope is what a page may reach with ferry.execute: its own tab's actions of
+// its own origin.
+func PageScope(origin string, tab int) *tools.Scope {
+	return &tools.Scope{Principal: tools.PrincipalPage, Origin: origin, PageTab: tab}
 }
 
 // listParams is page.actions.list: the frame asking for its tab's page actions.

@@ -107,7 +107,7 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 	}
 	// ferry.ask starts runs bound to the page's tab; the per-origin settings live in db.
 	pages.SetAsk(pageactions.AskDeps{Settings: settings, Start: func(ctx context.Context, req pageactions.RunRequest) (string, string, error) {
-		r, err := mgr.Send(ctx, agent.SendRequest{Text: req.Text, TabID: req.TabID, Origin: req.Origin, TraceID: req.TraceID, Depth: req.Depth})
+		r, err := mgr.Send(ctx, agent.SendRequest{Text: req.Text, TabID: req.TabID, Origin: req.Origin, TraceID: req.TraceID, Depth: req.Depth, Scope: req.Scope})
 		if err != nil {
 			return "", "", err
 		}

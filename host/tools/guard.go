@@ -114,9 +114,9 @@ func sessionOf(ctx context.Context) string {
 	return s
 }
 
-// scopeKey names what a call's repeats and rate are counted in, and how a message
+// countKey names what a call's repeats and rate are counted in, and how a message
 // calls it.
-func scopeKey(ctx context.Context, call *Call) (key, what string) {
+func countKey(ctx context.Context, call *Call) (key, what string) {
 	switch s := sessionOf(ctx); {
 	case call.RunID != "":
 		return "run:" + call.RunID, "this run"
@@ -151,7 +151,7 @@ func (g *guard) admit(ctx context.Context, call *Call, canonical []byte, write b
 	h.WriteByte(0)
 	h.Write(canonical)
 	fp := h.Sum64()
-	key, what := scopeKey(ctx, call)
+	key, what := countKey(ctx, call)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()

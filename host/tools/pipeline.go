@@ -58,8 +58,13 @@ func (r *Registry) Call(ctx context.Context, call *Call) Result {
 			call.TraceID = NewID()
 		}
 	}
+	if call.Scope == nil {
+		// What a chain may reach travels with it: a handler's own calls, a run's.
+		call.Scope = ScopeFromContext(ctx)
+	}
 	st := &callState{call: call, start: start}
 	res := r.pipeline(ctx, st)
+	r.observe(ctx, st, &res)
 	r.record(st, res)
 	if st.e != nil && st.e.tool.Finished != nil {
 		r.finished(st, res)
@@ -95,6 +100,12 @@ func fail(code Code, format string, a ...any) Result {
 
 func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	call := st.call
+	// 0. the entry point's admission of its caller (a page's frame and rate)
+	if call.Scope != nil && call.Scope.Admit != nil {
+		if f := call.Scope.Admit(ctx); f != nil {
+			return Result{Code: f.Code, Reason: f.Reason}
+		}
+	}
 	// 1. lookup
 	e := r.lookup(call.Tool, call.TabID)
 	if e == nil {
@@ -107,6 +118,13 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	st.e = e
 	st.dangerous = e.tool.Dangerous
 	call.Tool = e.name
+	p := r.policy.get(ctx)
+	// 1b. the caller's scope: a tool outside it is refused before its arguments
+	// are even looked at (a page learns nothing of the host's tools, an outside
+	// agent nothing of a tool it may not use).
+	if f := scopeFailure(e, call.Scope, p); f != nil {
+		return Result{Code: f.Code, Reason: f.Reason}
+	}
 
 	// 2. validate
 	args, err := decodeArguments(call.Arguments)
@@ -135,7 +153,6 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	}
 
 	// 4. permissions
-	p := r.policy.get(ctx)
 	if f := permit(e, call, p); f != nil {
 		return Result{Code: f.Code, Reason: f.Reason}
 	}
@@ -147,7 +164,8 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	}
 	defer func() { adm.done(res, r.now()) }()
 
-	// 6. confirmation
+	// 6. confirmation: the tool's and the person's policy, the tool's own
+	// assessment, and the run's data-flow gate.
 	policyAsks := policyConfirms(e, p)
 	ask, msg := e.tool.Confirm || policyAsks, e.tool.ConfirmMessage
 	if e.tool.Assess != nil {
@@ -163,6 +181,19 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 		}
 		call.Document = a.Document
 	}
+	var flow *Flow
+	if g := call.Scope.gate(); g != nil {
+		v, f := r.checkGate(ctx, g, e, call)
+		if f != nil {
+			return Result{Code: f.Code, Reason: f.Reason}
+		}
+		if v.Confirm {
+			ask, flow = true, v.Flow
+			if v.Reason != "" {
+				msg = v.Reason
+			}
+		}
+	}
 	if ask {
 		if call.Document == nil && e.tool.Locate != nil {
 			doc, f := r.locate(ctx, e, call)
@@ -171,9 +202,10 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 			}
 			call.Document = doc
 		}
-		if res, ok := r.confirm(ctx, st, p, msg, policyAsks); !ok {
+		if res, ok := r.confirm(ctx, st, p, msg, policyAsks, flow); !ok {
 			return res
 		}
+		call.Confirmed = true
 	}
 
 	if st.dangerous {
@@ -225,13 +257,20 @@ func jsonKind(v any) string {
 	return "null"
 }
 
-// permit is step 4: the policy's switches, then the permission flags. Reads and
-// events need the global flag; writes need the global flag and the tool's opt-in.
+// permit is step 4: the policy's switches, the permission flags, and last the run's
+// cap on calls. Reads and events need the global flag; writes need the global flag
+// and the tool's opt-in. With step 1b (the call's scope: an outside agent's allowed
+// tools, a page's own actions, a sub-agent's type) and the data-flow gate of step 6,
+// it is where caller policy lives.
 func permit(e *entry, call *Call, p *Policy) *Failure {
 	if p.Disabled[e.name] || p.Disabled[e.modelName] {
 		return Failf(CodePermissionDenied, "%s is disabled by the setting %s", e.name, SettingDisabled)
 	}
-	for _, o := range []string{e.tool.Origin, call.Origin} {
+	scopeOrigin := ""
+	if call.Scope != nil {
+		scopeOrigin = call.Scope.Origin
+	}
+	for _, o := range []string{e.tool.Origin, call.Origin, scopeOrigin} {
 		if o != "" && p.DeniedOrigins[origins.Normalize([]string{o})[0]] {
 			return Failf(CodePermissionDenied, "calls involving %s are refused by the setting %s", o, SettingDeniedOrigins)
 		}
@@ -262,8 +301,14 @@ func permit(e *entry, call *Call, p *Policy) *Failure {
 			call.Granted = append(call.Granted, perm)
 		}
 	}
+	if call.Scope != nil && !call.Scope.Budget.take() {
+		return Failf(CodeRateLimited, "this run has made the most tool calls it may (%d, setting %s): answer now with what you have", call.Scope.Budget.Limit(), SettingMaxToolCalls)
+	}
 	return nil
 }
+
+// SettingMaxToolCalls caps the tool calls of one run (the agent registers it).
+const SettingMaxToolCalls = "agent.max_tool_calls"
 
 // policyConfirms says whether the person's own policy (tools.confirm,
 // tools.confirm_writes) asks for a person before this tool runs, whatever the tool
@@ -274,8 +319,9 @@ func policyConfirms(e *entry, p *Policy) bool {
 
 // confirm is step 6. Any outcome but a yes is a denial.
 // byPolicy says the person's policy (or the tool's own assessment) asks: then only a
-// person's answer counts, never the page's.
-func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg string, byPolicy bool) (Result, bool) {
+// person's answer counts, never the page's. A flow (the data-flow gate asks) is the
+// person's alone too: the page is not even offered it.
+func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg string, byPolicy bool, flow *Flow) (Result, bool) {
 	e, call := st.e, st.call
 	ui := r.UI()
 	if ui == nil {
@@ -283,8 +329,8 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	}
 	// A page action's own page may answer the confirmation its action declared
 	// (host/pageactions), so a missing side panel does not settle it here; the
-	// person's policy is answered by a person only.
-	if noPanel(ui) && (e.tool.Source != SourcePage || byPolicy) {
+	// person's policy and a data flow are answered by a person only.
+	if noPanel(ui) && (e.tool.Source != SourcePage || byPolicy || flow != nil) {
 		return fail(CodeUserRejected, "%s needs a person's confirmation, but %s; treated as a denial", e.name, NoPanelReason), false
 	}
 	if msg == "" {
@@ -302,7 +348,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
 		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID, ByPolicy: byPolicy,
-		Requester: requesterOf(call), Page: call.Document,
+		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow,
 	})
 	switch {
 	case err == nil && ok:

@@ -63,6 +63,8 @@ func init() {
 			Description: "tool calls a minute in this host process, all callers together; 0: no limit"},
 		{Key: SettingAuditRetention, Default: "30", Validate: config.IntRange(0, 36500),
 			Description: "days the audit log keeps a row (pruned at start and daily); 0 keeps everything"},
+		{Key: SettingAllowedTools, Default: DefaultAllowedTools,
+			Description: "comma-separated tools that outside agents (ferry mcp, the control socket) may call, directly or through the runs and sub-agents they start: names (model-visible or registered), * for every tool, -name to exclude one; confirmations still happen in the side panel"},
 	} {
 		config.Register(s)
 	}
@@ -79,6 +81,9 @@ type Policy struct {
 	RepeatWindow                      time.Duration
 	RateConversation, RateGlobal      int
 	AuditRetention                    time.Duration
+	// OutsideAllowed is mcp.allowed_tools: whether an outside agent may use a tool
+	// known by any of names.
+	OutsideAllowed func(names ...string) bool
 }
 
 // policyCache parses the policy again only when the settings' snapshot changed.
@@ -128,6 +133,7 @@ func PolicyOf(s *config.Snapshot) *Policy {
 		RepeatLimit: s.Int(SettingRepeatLimit), RepeatWindow: s.Seconds(SettingRepeatWindow),
 		RateConversation: s.Int(SettingRateConversation), RateGlobal: s.Int(SettingRateGlobal),
 		AuditRetention: time.Duration(s.Int(SettingAuditRetention)) * 24 * time.Hour,
+		OutsideAllowed: OutsideRule(s.String(SettingAllowedTools)),
 	}
 }
 

@@ -191,6 +191,14 @@ type Call struct {
 	ConversationID string
 	RunID          string
 
+	// Scope is who the chain of calls acts for and what it may reach; a call
+	// without one takes its parent call's (a handler calling a tool) or its
+	// context's (a run). Nil is the person's own, unrestricted.
+	Scope *Scope
+
+	// Confirmed is set by the pipeline when a person approved this call.
+	Confirmed bool
+
 	// Granted is filled by the pipeline: the permission flags the handler may use
 	// (global flag on, and for writeStore the tool's opt-in too).
 	Granted []string
@@ -291,4 +299,8 @@ type Result struct {
 	// observe (the page-actions work).
 	Expect  any `json:"expect,omitempty"`
 	Changed any `json:"changed,omitempty"`
+	// Sources names where the result's content came from (origins, "workspace",
+	// "other tabs", …), as the run's data-flow gate labelled it: the agent tells the
+	// model so. Never sent on the wire.
+	Sources []string `json:"-"`
 }
