@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/flow"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
@@ -47,6 +48,9 @@ type Options struct {
 	Notify func(Event)
 	// Page, when set, describes the bound tab's page on every turn.
 	Page PageContext
+	// Flow, when set, keeps each conversation's data-flow state and gates its runs'
+	// calls (host/flow); nil leaves the calls to the rest of the pipeline alone.
+	Flow *flow.Tracker
 	// Browser says whether a browser is connected now; nil means never (`ferry
 	// run`), and the system prompt says so.
 	Browser func() bool
@@ -243,7 +247,27 @@ func (m *Manager) Send(ctx context.Context, req SendRequest) (*Run, error) {
 		if req.TraceID != "" {
 			r.traceID, r.depth = req.TraceID, max(req.Depth, 0)
 		}
-		return r.append(ctx, model.Message{Role: model.RoleUser, Content: req.Text})
+		text := req.Text
+		if page := req.Scope != nil && req.Scope.Principal == tools.PrincipalPage; page {
+			// A page's request is the page's text: the model is told whose it is, and
+			// the data-flow state counts it as the page's content, not the person's.
+			text = pageRequest(req.Scope.Origin, req.Text)
+			if g := r.gate(); g != nil {
+				g.PageRequest(ctx, req.Scope.Origin, req.Text)
+			}
+		} else if g := r.gate(); g != nil {
+			g.Person(ctx, req.Text)
+		}
+		if g := r.gate(); g != nil && conv.TabID != 0 {
+			// The bound tab is designated: its origin as the browser says now, or as
+			// the extension (or the page's own port) said when nobody can look.
+			origin := m.opts.Flow.TabOrigin(ctx, conv.TabID)
+			if origin == "" && (req.Scope == nil || req.Scope.Principal == tools.PrincipalPage) {
+				origin = req.Origin
+			}
+			g.Bind(ctx, origin)
+		}
+		return r.append(ctx, model.Message{Role: model.RoleUser, Content: text})
 	})
 }
 
@@ -297,7 +321,11 @@ func (m *Manager) start(ctx context.Context, conv storage.Conversation, scope *t
 	}
 	r := m.newRun(conv.ID, prov)
 	r.tabID, r.stored, r.persist = conv.TabID, true, true
-	r.scope = scope.ForRun(r.ID, conv.ID, m.budget(ctx), nil)
+	var gate tools.Gate
+	if m.opts.Flow != nil {
+		gate = m.opts.Flow.Open(ctx, conv.ID)
+	}
+	r.scope = scope.ForRun(r.ID, conv.ID, m.budget(ctx), gate)
 	if err := r.load(ctx); err != nil {
 		release()
 		return nil, err

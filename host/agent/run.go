@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferryhq/ferry/host/flow"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/tasks"
 	"github.com/ferryhq/ferry/host/tools"
@@ -121,6 +122,12 @@ func (r *Run) Wait(ctx context.Context) (Outcome, error) {
 // Cancel stops the run: the model call or the tool calls under way are cancelled,
 // and the run ends as cancelled.
 func (r *Run) Cancel() { r.cancel(errUserStop) }
+
+// gate is the run's data-flow state, when the host keeps one.
+func (r *Run) gate() *flow.Conv {
+	g, _ := r.scope.Gate.(*flow.Conv)
+	return g
+}
 
 type runKey struct{}
 
@@ -296,8 +303,19 @@ func (r *Run) answerDangling(ctx context.Context) error {
 	return nil
 }
 
+// toolMessage is one tool's result as the model reads it: the result JSON, led by
+// where its content came from and that it is untrusted when the run's data-flow
+// gate labelled it so. Whatever the content holds stays inside JSON strings.
 func toolMessage(id string, res tools.Result) model.Message {
-	b, err := json.Marshal(res)
+	var v any = res
+	if len(res.Sources) > 0 {
+		v = struct {
+			ContentFrom []string `json:"content_from"`
+			Trust       string   `json:"trust"`
+			tools.Result
+		}{res.Sources, untrustedNote, res}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(tools.Result{Code: tools.CodeHandlerError, Reason: "the result could not be encoded as JSON: " + err.Error()})
 	}
@@ -319,6 +337,9 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 		req := model.Request{System: r.system(ctx), Messages: r.history, Tools: offer.specs}
 		if err := r.maybeCompact(ctx, &req); err != nil {
 			return "", err
+		}
+		if pm, ok := r.pageMessage(ctx); ok {
+			req.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)], pm)
 		}
 		resp, err := r.callModel(ctx, "turn", req, offer.unavailable, true)
 		if err != nil {

@@ -244,6 +244,15 @@ func (m *Manager) subAgent(ctx context.Context, call *tools.Call, a agentArgs, t
 	// outside agent's allowed tools and the parent run's data-flow gate travel on.
 	sub.scope = call.Scope.Narrow(t.rule(), sub.ID, m.budget(ctx))
 	sub.scope.ConversationID = call.ConversationID
+	if sub.scope.Gate == nil && m.opts.Flow != nil {
+		// Started outside any run (an outside agent or the person called the agent
+		// tool): a state of its own, whose prompt is its caller's words.
+		g := m.opts.Flow.Open(ctx, "")
+		if call.Scope == nil || call.Scope.Principal != tools.PrincipalPage {
+			g.Person(ctx, a.Prompt)
+		}
+		sub.scope.Gate = g
+	}
 	sub.traceID, sub.depth = call.TraceID, call.Depth+1
 	sub.tabID = a.TabID
 	if sub.tabID == 0 && parent != nil {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -263,4 +264,50 @@ func MapError(subject string, perr *protocol.Error) error {
 		return tools.Failf(tools.CodeHandlerError, "%s", text)
 	}
 	return tools.Failf(tools.CodeHandlerError, "%s", msg)
+}
+
+// TabLookup answers what a tab shows now, for the data-flow policy: the URL of a
+// tab's document from the browser's own tab list (no script runs in the page), or
+// for tab 0 the active tab's.
+func TabLookup(b Browser) interface {
+	TabURL(ctx context.Context, tab int) (string, error)
+} {
+	return tabLookup{b}
+}
+
+type tabLookup struct{ b Browser }
+
+// lookupWait bounds one look-up: the confirm step waits on it.
+const lookupWait = 5 * time.Second
+
+func (l tabLookup) TabURL(ctx context.Context, tab int) (string, error) {
+	if l.b == nil {
+		return "", ErrNoBrowser
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupWait)
+	defer cancel()
+	if tab <= 0 {
+		var info struct {
+			URL string `json:"url"`
+		}
+		if err := l.b.Call(ctx, "browser.page.info", map[string]any{}, &info); err != nil {
+			return "", err
+		}
+		return info.URL, nil
+	}
+	var out struct {
+		Tabs []struct {
+			TabID int    `json:"tab_id"`
+			URL   string `json:"url"`
+		} `json:"tabs"`
+	}
+	if err := l.b.Call(ctx, "browser.tabs.list", map[string]any{}, &out); err != nil {
+		return "", err
+	}
+	for _, t := range out.Tabs {
+		if t.TabID == tab {
+			return t.URL, nil
+		}
+	}
+	return "", fmt.Errorf("no tab %d is open", tab)
 }

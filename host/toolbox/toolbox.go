@@ -13,6 +13,7 @@ import (
 	"github.com/ferryhq/ferry/host/agent"
 	"github.com/ferryhq/ferry/host/browser"
 	"github.com/ferryhq/ferry/host/config"
+	"github.com/ferryhq/ferry/host/flow"
 	"github.com/ferryhq/ferry/host/model"
 	"github.com/ferryhq/ferry/host/pageactions"
 	"github.com/ferryhq/ferry/host/search"
@@ -89,6 +90,8 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 		}
 	}
 	pages := pageactions.New(reg, browser.ConnBrowser(conn), log)
+	// Each conversation's data-flow state, looked up in the browser and the workspace.
+	flows := flow.New(flow.Deps{Browser: browser.TabLookup(browser.ConnBrowser(conn)), Workspace: db, Store: db, Log: log})
 	// The manager registers the agent tool (sub-agents) into the registry itself.
 	mgr, err := agent.NewManager(agent.Options{
 		DB: db, Settings: settings, Registry: reg, Log: log,
@@ -100,6 +103,7 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 		},
 		Browser: func() bool { return conn() != nil },
 		Page:    pages,
+		Flow:    flows,
 	})
 	if err != nil {
 		audit.Close()

@@ -1,0 +1,330 @@
+package flow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/ferryhq/ferry/host/origins"
+	"github.com/ferryhq/ferry/storage"
+)
+
+// Sources that are not an origin, as the card names them.
+const (
+	SourceWorkspace = "workspace"
+	SourceOtherTabs = "other tabs"
+	SourceAnswers   = "your answers"
+	SourceSearch    = "search results"
+	// DestSearch is where web_search queries go: the engine the person set
+	// (search.engine).
+	DestSearch = "web search"
+	// SourceLocalFiles is the origin of file:// pages.
+	SourceLocalFiles = "file://"
+)
+
+// Bounds on what one conversation's state keeps, so that it stays small enough to
+// be written after every call. Past them the oldest go: a URL forgotten only means a
+// confirmation where none was needed.
+const (
+	maxSeen     = 20000
+	maxSaidText = 256 << 10
+	maxSet      = 2000
+)
+
+// Label is what one source has put into a conversation's context.
+type Label struct {
+	// Private: the person's own data (a signed-in page, the workspace, the tab list,
+	// their answers), as opposed to what anyone could fetch.
+	Private bool `json:"private,omitempty"`
+	// Untrusted: text the person did not write, which may carry instructions.
+	Untrusted bool `json:"untrusted,omitempty"`
+}
+
+// State is what the host knows of one conversation's context: the designated set
+// (what the person named), the labels of what entered it, and the run's own write
+// set (files it created, tabs it opened). It only grows (except the write set, as
+// files and tabs go), is kept with the conversation, and survives a host restart.
+type State struct {
+	// Designated holds origins ("https://example.com") and sites ("site:example.com",
+	// a host named without scheme, any port and scheme).
+	Designated map[string]bool `json:"designated,omitempty"`
+	// Sources labels every source whose content entered the context: an origin, or
+	// one of the Source constants.
+	Sources map[string]Label `json:"sources,omitempty"`
+	// Seen holds the hashes of URLs that occur verbatim in content already in the
+	// context: opening one carries nothing the content did not have.
+	Seen     map[string]bool `json:"seen,omitempty"`
+	SeenList []string        `json:"seen_order,omitempty"` // oldest first, for the bound
+	// Said is the person's own words (messages, ask_user answers), newest last.
+	Said []string `json:"said,omitempty"`
+	// Created are workspace files this conversation created; Named those the person
+	// named (which it may overwrite); Tabs the tabs it opened.
+	Created map[string]bool `json:"created,omitempty"`
+	Named   map[string]bool `json:"named,omitempty"`
+	Tabs    map[int]bool    `json:"tabs,omitempty"`
+}
+
+func newState() *State {
+	return &State{Designated: map[string]bool{}, Sources: map[string]Label{}, Seen: map[string]bool{},
+		Created: map[string]bool{}, Named: map[string]bool{}, Tabs: map[int]bool{}}
+}
+
+func decodeState(b []byte) *State {
+	st := newState()
+	if len(b) == 0 || json.Unmarshal(b, st) != nil {
+		return newState()
+	}
+	if st.Designated == nil {
+		st.Designated = map[string]bool{}
+	}
+	if st.Sources == nil {
+		st.Sources = map[string]Label{}
+	}
+	if st.Seen == nil {
+		st.Seen = map[string]bool{}
+	}
+	if st.Created == nil {
+		st.Created = map[string]bool{}
+	}
+	if st.Named == nil {
+		st.Named = map[string]bool{}
+	}
+	if st.Tabs == nil {
+		st.Tabs = map[int]bool{}
+	}
+	return st
+}
+
+// label adds what a source put into the context; it reports whether that is new.
+func (st *State) label(source string, l Label) bool {
+	if source == "" {
+		return false
+	}
+	old, ok := st.Sources[source]
+	merged := Label{Private: old.Private || l.Private, Untrusted: old.Untrusted || l.Untrusted}
+	if ok && merged == old {
+		return false
+	}
+	st.Sources[source] = merged
+	return true
+}
+
+// untrusted reports whether any text the person did not write is in the context.
+func (st *State) untrusted() bool {
+	for _, l := range st.Sources {
+		if l.Untrusted {
+			return true
+		}
+	}
+	return false
+}
+
+func urlKey(u string) string {
+	s := sha256.Sum256([]byte(u))
+	return hex.EncodeToString(s[:16])
+}
+
+// see remembers a URL that occurs in content of the context.
+func (st *State) see(u string) bool {
+	k := urlKey(u)
+	if st.Seen[k] {
+		return false
+	}
+	st.Seen[k] = true
+	st.SeenList = append(st.SeenList, k)
+	for len(st.SeenList) > maxSeen {
+		delete(st.Seen, st.SeenList[0])
+		st.SeenList = st.SeenList[1:]
+	}
+	return true
+}
+
+func (st *State) seen(u string) bool {
+	if st.Seen[urlKey(u)] {
+		return true
+	}
+	// The same URL as the model wrote it back normalised (a trailing slash added to
+	// a bare origin, say).
+	if p, err := url.Parse(u); err == nil {
+		if n := p.String(); n != u && st.Seen[urlKey(n)] {
+			return true
+		}
+		if p.Path == "" {
+			p.Path = "/"
+			return st.Seen[urlKey(p.String())]
+		}
+	}
+	return false
+}
+
+// say keeps the person's own words.
+func (st *State) say(text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	st.Said = append(st.Said, text)
+	total := 0
+	for _, s := range st.Said {
+		total += len(s)
+	}
+	for total > maxSaidText && len(st.Said) > 1 {
+		total -= len(st.Said[0])
+		st.Said = st.Said[1:]
+	}
+}
+
+// said reports whether text occurs verbatim in the person's own words.
+func (st *State) said(text string) bool {
+	if text == "" {
+		return true
+	}
+	for _, s := range st.Said {
+		if strings.Contains(s, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// designated reports whether the person designated origin for this conversation.
+func (st *State) designated(origin string) bool {
+	if origin == "" {
+		return false
+	}
+	if st.Designated[origin] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return st.Designated["site:"+h] || st.Designated["site:"+strings.TrimPrefix(h, "www.")] || st.Designated["site:"+h+":"+u.Port()]
+}
+
+func bounded[K comparable](m map[K]bool, k K) {
+	if len(m) >= maxSet {
+		for old := range m {
+			delete(m, old)
+			break
+		}
+	}
+	m[k] = true
+}
+
+// OriginOf is the origin a URL loads from: scheme://host[:port] for http(s),
+// "file://" for local files, "" for anything else (about:, data:, a bad URL).
+func OriginOf(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if o, ok := origins.Of(raw); ok {
+		return o
+	}
+	if u, err := url.Parse(raw); err == nil && strings.EqualFold(u.Scheme, "file") {
+		return SourceLocalFiles
+	}
+	return ""
+}
+
+// privateHost reports whether a URL's host is on this machine or a private network
+// (what web_fetch reaches only when fetch.allow_private_hosts names it): what it
+// answers is the person's, not public.
+func privateHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return true
+	}
+	h := strings.ToLower(u.Hostname())
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal") || !strings.Contains(h, ".") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.Is4() && a.As4()[0] == 100 && a.As4()[1]&0xc0 == 64
+}
+
+var (
+	urlRe = regexp.MustCompile(`(?i)\b(?:https?|file)://[^\s<>"'\x60\\]+`)
+	// A bare host the person named: labels of letters, digits and hyphens, and a
+	// top-level domain people type (file names like notes.md are not sites).
+	hostRe = regexp.MustCompile(`(?i)(?:^|[\s(\["'])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|org|net|edu|gov|io|dev|app|ai|co|uk|de|fr|es|it|nl|eu|cn|tw|hk|jp|kr|in|ru|br|ca|au|info|biz|me|tv|xyz|site|online|test|example)(?::\d{1,5})?)(?:$|[\s.,;:!?)\]"'/])`)
+	// A workspace path the person named: a word with a slash or an extension.
+	pathRe = regexp.MustCompile(`(?:^|[\s(\["'\x60])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,8})(?:$|[\s,;:!?)\]"'\x60])`)
+	// Links of Markdown content ([text](url)), absolute or relative.
+	mdLinkRe = regexp.MustCompile(`\]\(([^()\s]+)\)`)
+)
+
+// trimURL drops the punctuation that ends a sentence after a URL.
+func trimURL(u string) string {
+	return strings.TrimRight(u, ".,;:!?)]}*_")
+}
+
+// urlsIn finds the absolute URLs in text and, with base, the Markdown links
+// resolved against it.
+func urlsIn(text, base string) []string {
+	var out []string
+	for _, m := range urlRe.FindAllString(text, -1) {
+		out = append(out, m, trimURL(m))
+	}
+	if base == "" {
+		return out
+	}
+	b, err := url.Parse(base)
+	if err != nil {
+		return out
+	}
+	for _, m := range mdLinkRe.FindAllStringSubmatch(text, -1) {
+		if r, err := b.Parse(m[1]); err == nil {
+			out = append(out, r.String())
+		}
+	}
+	return out
+}
+
+// designate records what the person's message names: the origins of its URLs and
+// the sites it names by host, and the workspace paths.
+func (st *State) designate(text string) {
+	for _, u := range urlsIn(text, "") {
+		if o := OriginOf(u); o != "" && o != SourceLocalFiles {
+			st.Designated[o] = true
+		}
+		st.see(u)
+	}
+	for _, m := range hostRe.FindAllStringSubmatch(text, -1) {
+		h := strings.ToLower(strings.TrimPrefix(strings.ToLower(m[1]), "www."))
+		st.Designated["site:"+h] = true
+	}
+	for _, m := range pathRe.FindAllStringSubmatch(text, -1) {
+		if strings.Contains(m[1], "://") {
+			continue
+		}
+		if p, err := storage.CleanPath(m[1]); err == nil && p != "/" {
+			bounded(st.Named, p)
+		}
+	}
+}
+
+// sortedPrivate lists the private sources other than dest that the context holds,
+// leaving out what dest may receive anyway.
+func (st *State) privateFor(dest string) []string {
+	var out []string
+	for s, l := range st.Sources {
+		if !l.Private || s == dest {
+			continue
+		}
+		// The search engine the person chose may hear of the pages they named.
+		if dest == DestSearch && st.designated(s) {
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
