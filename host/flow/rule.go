@@ -52,7 +52,7 @@ var Builtins = map[string]Class{
 	"open_tab": ClassWayOut, "web_fetch": ClassWayOut, "web_search": ClassWayOut, "browser_navigate": ClassWayOut,
 	"browser_type": ClassPageWrite, "browser_select": ClassPageWrite, "browser_click": ClassPageWrite,
 	"execute_script": ClassPageWrite,
-	"close_tab": ClassDestroy, "opfs_delete": ClassDestroy, "opfs_write": ClassDestroy,
+	"close_tab":      ClassDestroy, "opfs_delete": ClassDestroy, "opfs_write": ClassDestroy,
 	"create_task": ClassLocal, "update_task": ClassLocal, "list_tasks": ClassLocal, "agent": ClassLocal,
 	"ask_user": ClassAsk,
 }
