@@ -53,17 +53,9 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 	srv := fixtureServer(t)
 	page := srv.URL + "/agent_form.html"
 
-	// The page is open before the run; the model finds it with list_tabs.
-	var opened struct {
-		Success bool `json:"success"`
-		Result  struct {
-			TabID int `json:"tab_id"`
-		} `json:"result"`
-	}
-	s.must("tools.call", map[string]any{"name": "open_tab", "arguments": map[string]any{"url": page}}, &opened)
-	if !opened.Success || opened.Result.TabID == 0 {
-		t.Fatalf("open_tab %s: %+v", page, opened)
-	}
+	// The person names the page and what to type: the run opens it (so it may
+	// close it), finds it again with list_tabs, and types only the person's words
+	// into a page of the origin they named: nothing needs their approval.
 	var set json.RawMessage
 	s.must("settings.set", map[string]any{"key": "browser.allow_navigate", "value": "true"}, &set)
 
@@ -88,6 +80,18 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 		}
 	}
 	steps := []atStep{
+		{tool: "open_tab",
+			args: func(*atState) (string, error) { return fmt.Sprintf(`{"url":%q}`, page), nil },
+			check: func(st *atState, r json.RawMessage) error {
+				var res struct {
+					TabID int `json:"tab_id"`
+				}
+				if err := json.Unmarshal(r, &res); err != nil || res.TabID == 0 {
+					return fmt.Errorf("no tab id (%v)", err)
+				}
+				st.tabID = res.TabID
+				return nil
+			}},
 		{tool: "list_tabs",
 			args: func(*atState) (string, error) { return `{"url_pattern":"agent_form\\.html$"}`, nil },
 			check: func(st *atState, r json.RawMessage) error {
@@ -97,10 +101,9 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 						Title string `json:"title"`
 					} `json:"tabs"`
 				}
-				if err := json.Unmarshal(r, &res); err != nil || len(res.Tabs) != 1 || res.Tabs[0].Title != "Ferry agent form" {
-					return fmt.Errorf("want the one form tab (%v)", err)
+				if err := json.Unmarshal(r, &res); err != nil || len(res.Tabs) != 1 || res.Tabs[0].Title != "Ferry agent form" || res.Tabs[0].TabID != st.tabID {
+					return fmt.Errorf("want the one form tab, %d (%v)", st.tabID, err)
 				}
-				st.tabID = res.Tabs[0].TabID
 				return nil
 			}},
 		{tool: "activate_tab", args: tab, check: func(st *atState, r json.RawMessage) error {
@@ -212,7 +215,7 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 	var started struct {
 		RunID string `json:"run_id"`
 	}
-	s.must("chat.send", map[string]any{"text": "Order a large one for Ada on the form page, then close it."}, &started)
+	s.must("chat.send", map[string]any{"text": fmt.Sprintf("Open %s and order a Large one for Ada there (comment: Leave it at the door), then go to %s and close the tab.", page, srv.URL+"/tabs.html")}, &started)
 	if started.RunID == "" {
 		t.Fatalf("chat.send: %+v", started)
 	}

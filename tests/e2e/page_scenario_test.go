@@ -309,8 +309,11 @@ func scenario(t *testing.T, s *session, fake *modeltest.Server, origin string, p
 	if _, ok := sentTool(reqs[0], p.toggle); !ok {
 		t.Errorf("%s was not sent to the model", p.toggle)
 	}
-	if !strings.Contains(reqs[0].System, "add_task: The list is full") {
-		t.Errorf("the context lacks add_task's reason: %s", reqs[0].System)
+	// The reason is the page's text: it reaches the model in the page context,
+	// a block of data after the conversation, never in the system prompt.
+	last := reqs[0].Messages[len(reqs[0].Messages)-1]
+	if !strings.Contains(last.Text, "The list is full") || !strings.Contains(last.Text, `"content_from"`) || strings.Contains(reqs[0].System, "The list is full") {
+		t.Errorf("add_task's reason: page context %q, system prompt %q", last.Text, reqs[0].System)
 	}
 	var direct toolResult
 	s.must("tools.call", map[string]any{"name": "add_task", "arguments": map[string]any{"text": "one more"}, "tab_id": tab}, &direct)

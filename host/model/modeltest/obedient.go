@@ -1,0 +1,325 @@
+package modeltest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// An obedient model is a fully hijacked one: it carries out every instruction it
+// finds anywhere in its context (the system prompt, the tools' descriptions, the
+// user's messages, the page context, tool results), in the order they appear, one
+// tool call per turn, and answers when none is left. It substitutes what it has
+// seen into the instructions' arguments: every secret, tab ids, links. Security
+// tests judge Ferry's defences by what such a model gets done, never by what it is
+// told.
+//
+// An instruction reads
+//
+//	FERRY-DO tool key=value key=value ;;
+//
+// Values are URL-encoded (%20 for a space); digits alone are a number and
+// true/false a boolean. Inside a value these placeholders are filled at the time of
+// the call:
+//
+//	{{secrets}}    every secret seen so far (tokens starting S3CR3T-), joined by "+"
+//	{{tab:TEXT}}   the id of a tab whose URL or title (from list_tabs) contains TEXT
+//	{{link:TEXT}}  the first URL seen that contains TEXT
+//	{{opened}}     the id of the tab the latest open_tab opened
+//
+// An instruction whose placeholder cannot be filled yet waits; one that ran (its
+// call is in the history, whatever its result) is not repeated.
+
+// SecretPrefix starts every secret the obedient model collects.
+const SecretPrefix = "S3CR3T-"
+
+// Instruction writes an instruction in the obedient model's form; kv alternates
+// keys and values (values are encoded here).
+func Instruction(tool string, kv ...string) string {
+	var b strings.Builder
+	b.WriteString("FERRY-DO ")
+	b.WriteString(tool)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(&b, " %s=%s", kv[i], encodeValue(kv[i+1]))
+	}
+	b.WriteString(" ;;")
+	return b.String()
+}
+
+// encodeValue keeps placeholders readable and everything else URL-encoded.
+func encodeValue(v string) string {
+	var b strings.Builder
+	for len(v) > 0 {
+		i := strings.Index(v, "{{")
+		if i < 0 {
+			b.WriteString(url.QueryEscape(v))
+			break
+		}
+		j := strings.Index(v[i:], "}}")
+		if j < 0 {
+			b.WriteString(url.QueryEscape(v))
+			break
+		}
+		b.WriteString(url.QueryEscape(v[:i]))
+		b.WriteString(v[i : i+j+2])
+		v = v[i+j+2:]
+	}
+	return strings.ReplaceAll(b.String(), "+", "%20")
+}
+
+var (
+	instructionRe = regexp.MustCompile(`FERRY-DO\s+([A-Za-z][A-Za-z0-9_:.-]*)((?:\s+[A-Za-z_][A-Za-z0-9_]*=[^\s;]+)*)\s*;;`)
+	pairRe        = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=([^\s;]+)`)
+	secretRe      = regexp.MustCompile(regexp.QuoteMeta(SecretPrefix) + `[A-Za-z0-9]+`)
+	linkRe        = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'\x60\\)\]]+`)
+	// Markdown escapes a converter may have added (\_, \*, \[ …).
+	mdEscapeRe = regexp.MustCompile(`\\([\\_*\[\]()#+.!<>{}|~-])`)
+	placeRe    = regexp.MustCompile(`\{\{([a-z]+)(?::([^}]*))?\}\}`)
+	numberRe   = regexp.MustCompile(`^[0-9]{1,15}$`)
+)
+
+type obeyTab struct {
+	id         int
+	url, title string
+}
+
+// context is everything the obedient model read in one request.
+type obeyContext struct {
+	texts   []string // in order of appearance, JSON strings decoded
+	secrets []string
+	tabs    []obeyTab
+	links   []string
+	opened  int
+	done    map[string]bool // call ids already in the history
+}
+
+func (c *obeyContext) add(s string) {
+	if s == "" {
+		return
+	}
+	c.texts = append(c.texts, s)
+	// What a real model reads of JSON is the strings' content, unescaped.
+	var v any
+	if json.Unmarshal([]byte(strings.TrimSpace(s)), &v) == nil {
+		c.walk(v)
+		return
+	}
+	// A line of host text, then a JSON document (the page context).
+	if i := strings.Index(s, "\n{"); i >= 0 && json.Unmarshal([]byte(s[i+1:]), &v) == nil {
+		c.walk(v)
+	}
+}
+
+func (c *obeyContext) walk(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			c.walk(x[k])
+		}
+	case []any:
+		for _, e := range x {
+			c.walk(e)
+		}
+	case string:
+		c.texts = append(c.texts, x)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // the same order every time
+	return keys
+}
+
+// tabsFrom reads list_tabs results (and open_tab's) for the tab placeholders.
+func (c *obeyContext) tabsFrom(content string) {
+	var res struct {
+		Result struct {
+			Tabs []struct {
+				TabID int    `json:"tab_id"`
+				URL   string `json:"url"`
+				Title string `json:"title"`
+			} `json:"tabs"`
+			TabID int    `json:"tab_id"`
+			URL   string `json:"url"`
+			Title string `json:"title"`
+		} `json:"result"`
+	}
+	if json.Unmarshal([]byte(content), &res) != nil {
+		return
+	}
+	for _, t := range res.Result.Tabs {
+		c.tabs = append(c.tabs, obeyTab{t.TabID, t.URL, t.Title})
+	}
+	if res.Result.TabID != 0 && len(res.Result.Tabs) == 0 {
+		c.tabs = append(c.tabs, obeyTab{res.Result.TabID, res.Result.URL, res.Result.Title})
+	}
+}
+
+func readContext(req Request) *obeyContext {
+	c := &obeyContext{done: map[string]bool{}}
+	c.add(req.System)
+	for _, t := range req.Tools {
+		c.add(t.Description)
+	}
+	calls := map[string]string{} // call id → tool
+	for _, m := range req.Messages {
+		c.add(m.Text)
+		for _, tc := range m.ToolCalls {
+			c.done[tc.ID] = true
+			calls[tc.ID] = tc.Name
+		}
+		for _, r := range m.ToolResults {
+			c.add(r.Content)
+			c.tabsFrom(r.Content)
+			if calls[r.CallID] == "open_tab" {
+				var res struct {
+					Success bool `json:"success"`
+					Result  struct {
+						TabID int `json:"tab_id"`
+					} `json:"result"`
+				}
+				if json.Unmarshal([]byte(r.Content), &res) == nil && res.Success {
+					c.opened = res.Result.TabID
+				}
+			}
+		}
+	}
+	seenSecret, seenLink := map[string]bool{}, map[string]bool{}
+	for _, t := range c.texts {
+		for _, s := range secretRe.FindAllString(t, -1) {
+			if !seenSecret[s] {
+				seenSecret[s] = true
+				c.secrets = append(c.secrets, s)
+			}
+		}
+		for _, l := range linkRe.FindAllString(t, -1) {
+			l = strings.TrimRight(l, ".,;:!?")
+			if !seenLink[l] {
+				seenLink[l] = true
+				c.links = append(c.links, l)
+			}
+		}
+	}
+	return c
+}
+
+type obeyInstruction struct {
+	id    string // the call id it runs under: the same instruction never runs twice
+	tool  string
+	pairs [][2]string
+}
+
+func (c *obeyContext) instructions() []obeyInstruction {
+	var out []obeyInstruction
+	seen := map[string]bool{}
+	for _, t := range c.texts {
+		t = mdEscapeRe.ReplaceAllString(t, "$1")
+		for _, m := range instructionRe.FindAllStringSubmatch(t, -1) {
+			key := m[1] + m[2]
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			sum := sha256.Sum256([]byte(key))
+			in := obeyInstruction{id: "call_obey_" + hex.EncodeToString(sum[:6]), tool: m[1]}
+			for _, p := range pairRe.FindAllStringSubmatch(m[2], -1) {
+				in.pairs = append(in.pairs, [2]string{p[1], p[2]})
+			}
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// fill substitutes the placeholders; false when one cannot be filled yet.
+func (c *obeyContext) fill(v string) (string, bool) {
+	ok := true
+	out := placeRe.ReplaceAllStringFunc(v, func(p string) string {
+		m := placeRe.FindStringSubmatch(p)
+		switch m[1] {
+		case "secrets":
+			if len(c.secrets) == 0 {
+				ok = false
+			}
+			return strings.Join(c.secrets, "+")
+		case "tab":
+			for _, t := range c.tabs {
+				if strings.Contains(t.url, m[2]) || strings.Contains(t.title, m[2]) {
+					return strconv.Itoa(t.id)
+				}
+			}
+		case "link":
+			for _, l := range c.links {
+				if strings.Contains(l, m[2]) {
+					return l
+				}
+			}
+		case "opened":
+			if c.opened != 0 {
+				return strconv.Itoa(c.opened)
+			}
+		}
+		ok = false
+		return p
+	})
+	return out, ok
+}
+
+func (c *obeyContext) arguments(in obeyInstruction) (string, bool) {
+	args := map[string]any{}
+	for _, p := range in.pairs {
+		raw, err := url.PathUnescape(p[1])
+		if err != nil {
+			raw = p[1]
+		}
+		v, ok := c.fill(raw)
+		if !ok {
+			return "", false
+		}
+		switch {
+		case v == "true" || v == "false":
+			args[p[0]] = v == "true"
+		case numberRe.MatchString(v):
+			n, _ := strconv.Atoi(v)
+			args[p[0]] = n
+		case strings.HasPrefix(v, "[") && json.Valid([]byte(v)):
+			args[p[0]] = json.RawMessage(v)
+		default:
+			args[p[0]] = v
+		}
+	}
+	b, _ := json.Marshal(args)
+	return string(b), true
+}
+
+// Obedient is the obedient model as a responder (Server.SetResponder).
+func Obedient() func(Request) Turn {
+	return func(req Request) Turn {
+		c := readContext(req)
+		for _, in := range c.instructions() {
+			if c.done[in.id] {
+				continue
+			}
+			args, ok := c.arguments(in)
+			if !ok {
+				continue // a placeholder it cannot fill yet
+			}
+			return Turn{ToolCalls: []Call{{ID: in.id, Name: in.tool, Arguments: args}}}
+		}
+		answer := "Done."
+		if len(c.secrets) > 0 {
+			answer += " I saw " + strings.Join(c.secrets, ", ") + "."
+		}
+		return Text(answer)
+	}
+}
