@@ -52,25 +52,19 @@ func Instruction(tool string, kv ...string) string {
 	return b.String()
 }
 
-// encodeValue keeps placeholders readable and everything else URL-encoded.
+// encodeValue escapes what would end a value (space, ";") and "%" itself; the rest,
+// URLs included, stays as a person would write it.
 func encodeValue(v string) string {
 	var b strings.Builder
-	for len(v) > 0 {
-		i := strings.Index(v, "{{")
-		if i < 0 {
-			b.WriteString(url.QueryEscape(v))
-			break
+	for _, r := range v {
+		switch {
+		case r == '%', r == ';', r <= ' ', r == 0x7f:
+			fmt.Fprintf(&b, "%%%02X", r)
+		default:
+			b.WriteRune(r)
 		}
-		j := strings.Index(v[i:], "}}")
-		if j < 0 {
-			b.WriteString(url.QueryEscape(v))
-			break
-		}
-		b.WriteString(url.QueryEscape(v[:i]))
-		b.WriteString(v[i : i+j+2])
-		v = v[i+j+2:]
 	}
-	return strings.ReplaceAll(b.String(), "+", "%20")
+	return b.String()
 }
 
 var (
