@@ -194,6 +194,27 @@ func TestEveryCode(t *testing.T) {
 			e.set(SettingRateGlobal, "1")
 			e.reg.Call(context.Background(), &Call{Tool: "e", Arguments: json.RawMessage(`{"text":"a"}`)})
 		}, call: Call{Tool: "e", Arguments: args}, code: CodeRateLimited, want: "tools.rate.global"},
+		// Caller policy: every refusal of the call's scope is the pipeline's, and audited.
+		{name: "outside agent, tool not allowed", tool: echo("e"), setup: func(e *env) { e.set(SettingAllowedTools, "*,-e") },
+			call: Call{Tool: "e", Arguments: args, Scope: &Scope{Principal: PrincipalMCP, Outside: true}}, code: CodePermissionDenied, want: "mcp.allowed_tools"},
+		{name: "outside agent through a run", tool: echo("e"), setup: func(e *env) { e.set(SettingAllowedTools, "*,-e") },
+			call: Call{Tool: "e", Arguments: args, Scope: (&Scope{Principal: PrincipalSocket, Outside: true}).ForRun("r1", "c1", nil, nil)},
+			code: CodePermissionDenied, want: "through a run it started"},
+		{name: "outside agent, bad arguments to a refused tool", tool: echo("e"), setup: func(e *env) { e.set(SettingAllowedTools, "*,-e") },
+			call: Call{Tool: "e", Arguments: json.RawMessage(`{"x":1}`), Scope: &Scope{Outside: true}}, code: CodePermissionDenied, want: "not among the tools"},
+		{name: "page reaches a builtin", tool: echo("e"), call: Call{Tool: "e", Arguments: args, Scope: &Scope{Principal: PrincipalPage, Origin: "https://a.example", PageTab: 3}},
+			code: CodeNotFound, want: "a page can run only page actions"},
+		{name: "sub-agent type", tool: echo("e"), call: Call{Tool: "e", Arguments: args, Scope: (*Scope)(nil).Narrow(Allow{Who: "a researcher sub-agent",
+			Permits: func(name, _ string, _ Source) bool { return name != "e" }}, "r2", nil)}, code: CodeNotFound, want: "not among the tools of a researcher sub-agent"},
+		{name: "run's cap", tool: echo("e"), setup: func(e *env) {}, call: Call{Tool: "e", Arguments: args, Scope: &Scope{Budget: spent(1)}},
+			code: CodeRateLimited, want: "agent.max_tool_calls"},
+		{name: "data flow, person says no", tool: echo("e"), setup: func(e *env) { e.ui.answer = "no" },
+			call: Call{Tool: "e", Arguments: args, Scope: &Scope{Gate: askingGate{}}}, code: CodeUserRejected, want: "declined"},
+		{name: "data flow, nobody to ask", tool: echo("e"), setup: func(e *env) { e.reg.SetUI(nil) },
+			call: Call{Tool: "e", Arguments: args, Scope: &Scope{Gate: askingGate{}}}, code: CodeUserRejected, want: "no UI is connected"},
+		{name: "data flow, approved", tool: echo("e"), call: Call{Tool: "e", Arguments: args, Scope: &Scope{Gate: askingGate{}}}, want: "hi", ran: true},
+		{name: "data flow check fails", tool: echo("e"), call: Call{Tool: "e", Arguments: args, Scope: &Scope{Gate: askingGate{fail: true}}},
+			code: CodeHandlerError, want: "data-flow check of e failed"},
 		{name: "confirmed yes", tool: confirmed, call: Call{Tool: "confirmed", Arguments: args}, want: "hi", ran: true},
 		{name: "user rejected", tool: confirmed, setup: func(e *env) { e.ui.answer = "no" },
 			call: Call{Tool: "confirmed", Arguments: args}, code: CodeUserRejected, want: "declined"},
@@ -472,5 +493,53 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if rows := e.rows(storage.AuditFilter{Tool: "e", Limit: 1000}); len(rows) != 400 {
 		t.Fatalf("%d audit rows, want 400", len(rows))
+	}
+}
+
+// spent is a cap of limit calls, all used.
+func spent(limit int) *Budget {
+	b := NewBudget(limit)
+	for b.take() {
+	}
+	return b
+}
+
+// askingGate wants the person to approve every call, with a flow.
+type askingGate struct{ fail bool }
+
+func (g askingGate) Check(ctx context.Context, call *Call, t Listing) (FlowVerdict, error) {
+	if g.fail {
+		return FlowVerdict{}, errors.New("lookup failed")
+	}
+	return FlowVerdict{Confirm: true, Reason: "would send data", Flow: &Flow{Sources: []string{"workspace"}, Destination: "https://b.example"}}, nil
+}
+
+func (askingGate) Observe(ctx context.Context, call *Call, t *Listing, res *Result) {
+	if t != nil {
+		res.Sources = []string{"seen"}
+	}
+}
+
+// TestFlowConfirmationCarriesRequesterAndFlow: the card the person sees says who
+// asks (the model of which run, started by whom) and what would go where; a page
+// never answers for a data flow.
+func TestFlowConfirmationCarriesRequesterAndFlow(t *testing.T) {
+	e := newEnv(t)
+	e.t = t
+	must(t, e.reg.Register(echo("e")))
+	scope := (&Scope{Principal: PrincipalMCP, Client: "ferry mcp", Outside: true}).ForRun("run1", "conv1", nil, askingGate{})
+	res := e.reg.Call(context.Background(), &Call{Tool: "e", Arguments: json.RawMessage(`{"text":"x"}`), Caller: "model", Scope: scope})
+	if !res.Success || strings.Join(res.Sources, ",") != "seen" {
+		t.Fatalf("result %+v", res)
+	}
+	if len(e.ui.confirms) != 1 {
+		t.Fatalf("%d confirmations asked, want 1", len(e.ui.confirms))
+	}
+	got := e.ui.confirms[0]
+	if got.Flow == nil || got.Flow.Destination != "https://b.example" || got.Message != "would send data" {
+		t.Errorf("card: %+v flow %+v", got, got.Flow)
+	}
+	if r := got.Requester; r == nil || r.Kind != "model" || r.RunID != "run1" || r.ConversationID != "conv1" || r.Client != "ferry mcp" {
+		t.Errorf("requester: %+v", got.Requester)
 	}
 }
