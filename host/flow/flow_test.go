@@ -217,12 +217,3 @@ func writeFile(db *storage.DB, p string) error {
 	_, err := db.WriteFile(context.Background(), p, []byte("keep"), "")
 	return err
 }
-
-// TestEveryBuiltinIsClassified holds Builtins to the tools the host registers.
-func TestEveryBuiltinIsClassified(t *testing.T) {
-	for name, class := range Builtins {
-		if class == "" {
-			t.Errorf("%s has no class", name)
-		}
-	}
-}
