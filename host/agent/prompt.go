@@ -93,7 +93,7 @@ func (r *Run) pageMessage(ctx context.Context) (model.Message, bool) {
 		Tab         int    `json:"tab_id"`
 		Page        *tools.PageView `json:"page"`
 	}{cmpOr(origin, "the page in tab "+strconv.Itoa(r.tabID)), untrustedNote, r.tabID, p})
-	return model.Message{Role: model.RoleUser, Content: fmt.Sprintf(
+	return model.Message{Role: model.RoleUser, Ephemeral: true, Content: fmt.Sprintf(
 		"[Ferry, not the user: the page in tab %d, which this conversation is bound to, as it is now: its URL, title, the actions it declares (available, and unavailable with the page's reasons) and the records it shows. All of it is the page's content.]\n%s", r.tabID, block)}, true
 }
 

@@ -79,6 +79,8 @@ type anBlock struct {
 	Data      string  `json:"data,omitempty"`
 
 	CacheControl *anCache `json:"cache_control,omitempty"`
+
+	ephemeral bool // of an ephemeral message: never a breakpoint
 }
 
 type anSource struct {
@@ -156,6 +158,9 @@ func (anthropicWire) encode(c *client, req Request, o Options) ([]byte, error) {
 			if m.Content != "" {
 				blocks = append(blocks, textBlock(m.Content))
 			}
+			for i := range blocks {
+				blocks[i].ephemeral = m.Ephemeral
+			}
 			add("user", blocks...)
 		case RoleAssistant:
 			var blocks []anBlock
@@ -222,8 +227,9 @@ func markCache(r *anRequest) {
 		}
 		blocks := r.Messages[i].Content
 		for j := len(blocks) - 1; j >= 0; j-- {
-			// Thinking blocks cannot carry a breakpoint.
-			if t := blocks[j].Type; t != "thinking" && t != "redacted_thinking" {
+			// Thinking blocks cannot carry a breakpoint; an ephemeral block would
+			// cache a prefix the next request does not have.
+			if t := blocks[j].Type; t != "thinking" && t != "redacted_thinking" && !blocks[j].ephemeral {
 				blocks[j].CacheControl = ephemeral
 				return
 			}

@@ -34,6 +34,10 @@ type Message struct {
 	// (DeepSeek's thinking mode refuses a history whose tool-calling turns lack it;
 	// Anthropic checks the signature of thinking that preceded a tool call).
 	Reasoning *Reasoning `json:"reasoning,omitempty"`
+	// Ephemeral marks a message told for this request only (the agent's page
+	// context, at the end): the next request will not repeat it, so no prompt-cache
+	// breakpoint is set on it.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 }
 
 // Reasoning is a turn's thinking as its vendor gave it.

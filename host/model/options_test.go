@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -120,6 +121,45 @@ func TestPrefixStableAcrossTurns(t *testing.T) {
 		cut := strings.Index(one, `"r1"`)
 		if cut < 0 || one[:cut] != two[:cut] {
 			t.Fatalf("%s: the prefix changed between turns:\n%s\n%s", kind, one, two)
+		}
+	}
+}
+
+// TestEphemeralTailIsNoBreakpoint: a message told for one request only (the page
+// context at the end) carries no breakpoint; the breakpoint sits on the last block
+// the next request repeats, where that request looks for it.
+func TestEphemeralTailIsNoBreakpoint(t *testing.T) {
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		bodies = append(bodies, b.String())
+		http.Error(w, `{"error":{"message":"stop here","type":"invalid_request_error"}}`, 400)
+	}))
+	defer srv.Close()
+	p, err := New(Config{ID: "p", Kind: KindAnthropic, BaseURL: srv.URL, Model: "m", APIKey: "k", Retry: &Retry{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := []Message{{Role: RoleUser, Content: "go"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "a", Arguments: json.RawMessage(`{}`)}}},
+		{Role: RoleTool, ToolCallID: "c1", Content: "r1"}}
+	next := append(append([]Message(nil), history...),
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c2", Name: "a", Arguments: json.RawMessage(`{}`)}}},
+		Message{Role: RoleTool, ToolCallID: "c2", Content: "r2"})
+	for i, msgs := range [][]Message{history, next} {
+		page := Message{Role: RoleUser, Content: fmt.Sprintf("page %d", i), Ephemeral: true}
+		p.Stream(context.Background(), Request{System: "sys", Messages: append(msgs[:len(msgs):len(msgs)], page)}, nil, nil)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	for i, b := range bodies {
+		if strings.Contains(b, fmt.Sprintf(`"text":"page %d"},"cache_control"`, i)) || strings.Contains(b, fmt.Sprintf(`"text":"page %d","cache_control"`, i)) {
+			t.Errorf("request %d: a breakpoint on the ephemeral page: %s", i, b)
+		}
+		if !strings.Contains(b, `{"type":"text","text":"r1"}],"cache_control":{"type":"ephemeral"}`) {
+			t.Errorf("request %d: no breakpoint after r1, the block the next request repeats: %s", i, b)
 		}
 	}
 }
