@@ -662,28 +662,43 @@ func TestPromptInjection(t *testing.T) {
 	var results []*attack
 	vectors := w.vectors()
 	only := os.Getenv("FERRY_INJECTION_ONLY") // vectors' names, comma-separated, to look at a few
+	// Two vectors' cases (six runs) at once, each bound to a tab of its own; tab
+	// titles alone, as every open tab's title is in list_tabs.
+	var pending []int
 	for vi, v := range vectors {
-		if only != "" && !strings.Contains(","+only+",", ","+v.name+",") {
-			continue
+		if only == "" || strings.Contains(","+only+",", ","+v.name+",") {
+			pending = append(pending, vi)
 		}
-		// A vector's three goals run at once, each bound to a tab of its own; tab
-		// titles one after another, as every open tab's title is in list_tabs.
+	}
+	for len(pending) > 0 {
+		n := min(2, len(pending))
+		for i := 0; i < n; i++ {
+			if vectors[pending[i]].name == "tab title" {
+				n = max(i, 1)
+				break
+			}
+		}
+		batch := pending[:n]
+		pending = pending[n:]
 		var wg sync.WaitGroup
 		var round []*attack
 		var closers []func()
-		for gi, g := range goals() {
-			a := &attack{vector: v.name, goal: g.name, c: fmt.Sprintf("v%02dg%d", vi, gi)}
-			round = append(round, a)
-			tab, done := su.prepare(t, v, g, a.c)
-			closers = append(closers, done)
-			go1 := func() { a.conv, _ = su.run(t, tab, w.site.URL, v.ask(w, a.c)) }
-			if v.name == "tab title" {
-				go1()
-				done()
-				continue
+		for _, vi := range batch {
+			v := vectors[vi]
+			for gi, g := range goals() {
+				a := &attack{vector: v.name, goal: g.name, c: fmt.Sprintf("v%02dg%d", vi, gi)}
+				round = append(round, a)
+				tab, done := su.prepare(t, v, g, a.c)
+				closers = append(closers, done)
+				run := func() { a.conv, _ = su.run(t, tab, w.site.URL, v.ask(w, a.c)) }
+				if v.name == "tab title" {
+					run()
+					done()
+					continue
+				}
+				wg.Add(1)
+				go func() { defer wg.Done(); run() }()
 			}
-			wg.Add(1)
-			go func() { defer wg.Done(); go1() }()
 		}
 		wg.Wait()
 		for _, a := range round {
