@@ -41,8 +41,10 @@ func CallFromContext(ctx context.Context) (*Call, bool) {
 
 // Call runs one call through the pipeline and returns its result; it never panics
 // and never returns a Go error: every outcome is a Result with its code. Steps, in
-// order: lookup, validate, availability, permissions, loop and rate guard,
-// confirmation, run, expectation; the audit row is queued last.
+// order: lookup, the caller's scope, validate, availability, permissions (the run's
+// cap last), loop and rate guard, confirmation (the data-flow gate among its
+// reasons), run, expectation; the gate hears the outcome, and the audit row is
+// queued last, for every outcome.
 func (r *Registry) Call(ctx context.Context, call *Call) Result {
 	start := r.now()
 	if call.ID == "" {

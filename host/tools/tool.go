@@ -1,8 +1,9 @@
 // Package tools is the one registry of every tool Ferry offers, whoever declared it
 // (the host, a page, an app capability), and the one pipeline every call goes
 // through, whoever makes it (the model, a page, `ferry call`, an outside agent):
-// lookup, validation, availability, permissions, loop and rate guard, confirmation,
-// run, expectation, result, audit.
+// lookup, the caller's scope, validation, availability, permissions, loop and rate
+// guard, confirmation, run, expectation, result, audit. Caller policy (Scope) lives
+// in it and nowhere else.
 package tools
 
 import (
