@@ -159,10 +159,11 @@ func (c *Conv) Check(ctx context.Context, call *tools.Call, t tools.Listing) (to
 	return c.st.verdict(e, t.ModelName), nil
 }
 
-// tabTools read or change the page of a tab: their results are that page's content.
+// tabTools read or change the page of a tab, and their results carry that page's
+// content (activate_tab and browser_scroll answer only ids and positions).
 var tabTools = map[string]bool{
 	"get_tab_content": true, "browser_snapshot": true, "browser_console": true, "browser_network": true,
-	"browser_info": true, "browser_screenshot": true, "browser_scroll": true, "activate_tab": true,
+	"browser_info": true, "browser_screenshot": true,
 	"browser_type": true, "browser_select": true, "browser_click": true, "execute_script": true,
 	"open_tab": true, "browser_navigate": true,
 }
