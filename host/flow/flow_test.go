@@ -217,3 +217,33 @@ func writeFile(db *storage.DB, p string) error {
 	_, err := db.WriteFile(context.Background(), p, []byte("keep"), "")
 	return err
 }
+
+// FuzzPersonText: whatever the person writes, the state takes it without failing,
+// what it designates are origins or sites, and their words are theirs to send.
+func FuzzPersonText(f *testing.F) {
+	f.Add("Compare https://a.test:8080/x?q=1 with www.example.com and save notes/cmp.md")
+	f.Add("file:///etc/passwd http://[::1]:80/ ftp://x 127.0.0.1:8080 éxample.com")
+	f.Fuzz(func(t *testing.T, text string) {
+		st := newState()
+		st.say(text)
+		st.designate(text)
+		for o := range st.Designated {
+			if strings.HasPrefix(o, "site:") {
+				continue
+			}
+			if OriginOf(o) != o {
+				t.Fatalf("designated %q is not an origin", o)
+			}
+		}
+		if strings.TrimSpace(text) != "" && !st.said(text) {
+			t.Fatalf("the person's own text is not theirs")
+		}
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back := decodeState(b); len(back.Designated) != len(st.Designated) {
+			t.Fatalf("the state does not survive storing")
+		}
+	})
+}

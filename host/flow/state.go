@@ -222,6 +222,9 @@ func bounded[K comparable](m map[K]bool, k K) {
 func OriginOf(raw string) string {
 	raw = strings.TrimSpace(raw)
 	if o, ok := origins.Of(raw); ok {
+		if u, err := url.Parse(raw); err != nil || u.Hostname() == "" {
+			return ""
+		}
 		return o
 	}
 	if u, err := url.Parse(raw); err == nil && strings.EqualFold(u.Scheme, "file") {
