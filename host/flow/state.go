@@ -220,17 +220,40 @@ func bounded[K comparable](m map[K]bool, k K) {
 // OriginOf is the origin a URL loads from: scheme://host[:port] for http(s),
 // "file://" for local files, "" for anything else (about:, data:, a bad URL).
 func OriginOf(raw string) string {
-	raw = strings.TrimSpace(raw)
-	if o, ok := origins.Of(raw); ok {
-		if u, err := url.Parse(raw); err != nil || u.Hostname() == "" {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return ""
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+		return SourceLocalFiles
+	case "http", "https":
+		if u.Hostname() == "" {
+			return ""
+		}
+		// Credentials in the URL do not change where it goes.
+		u.User = nil
+		if o, ok := origins.Of(u.String()); ok {
+			return o
+		}
+	}
+	return ""
+}
+
+// destination is where a URL would send what it carries: its origin, "" for what
+// stays on this machine or carries nothing (file:, about:), and for anything else
+// an unknown destination, which the rule treats as undesignated.
+func destination(raw string) string {
+	if o := OriginOf(raw); o != "" {
+		if o == SourceLocalFiles {
 			return ""
 		}
 		return o
 	}
-	if u, err := url.Parse(raw); err == nil && strings.EqualFold(u.Scheme, "file") {
-		return SourceLocalFiles
+	if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && strings.EqualFold(u.Scheme, "about") {
+		return ""
 	}
-	return ""
+	return "an unknown destination"
 }
 
 // privateHost reports whether a URL's host is on this machine or a private network
