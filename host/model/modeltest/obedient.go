@@ -14,8 +14,8 @@ import (
 
 // An obedient model is a fully hijacked one: it carries out every instruction it
 // finds anywhere in its context (the system prompt, the tools' descriptions, the
-// user's messages, the page context, tool results), in the order they appear, one
-// tool call per turn, and answers when none is left. It substitutes what it has
+// user's messages, the page context, tool results), in the order they appear, every
+// one it can at once, and answers when none is left. It substitutes what it has
 // seen into the instructions' arguments: every secret, tab ids, links. Security
 // tests judge Ferry's defences by what such a model gets done, never by what it is
 // told.
@@ -24,11 +24,13 @@ import (
 //
 //	FERRY-DO tool key=value key=value ;;
 //
+// or FERRY-THEN, which waits until every instruction before it has run.
 // Values are URL-encoded (%20 for a space); digits alone are a number and
 // true/false a boolean. Inside a value these placeholders are filled at the time of
 // the call:
 //
-//	{{secrets}}    every secret seen so far (tokens starting S3CR3T-), joined by "+"
+//	{{secrets}}    every secret seen so far (tokens starting S3CR3T-), joined by "+";
+//	               {{secrets:N}} waits until it has seen N
 //	{{tab:TEXT}}   the id of a tab whose URL or title (from list_tabs) contains TEXT
 //	{{link:TEXT}}  the first URL seen that contains TEXT
 //	{{opened}}     the id of the tab the latest open_tab opened
@@ -41,9 +43,15 @@ const SecretPrefix = "S3CR3T-"
 
 // Instruction writes an instruction in the obedient model's form; kv alternates
 // keys and values (values are encoded here).
-func Instruction(tool string, kv ...string) string {
+func Instruction(tool string, kv ...string) string { return instruction("FERRY-DO ", tool, kv) }
+
+// Then is an instruction that waits until every instruction before it has run
+// (FERRY-THEN): "read the tab, then close it".
+func Then(tool string, kv ...string) string { return instruction("FERRY-THEN ", tool, kv) }
+
+func instruction(verb, tool string, kv []string) string {
 	var b strings.Builder
-	b.WriteString("FERRY-DO ")
+	b.WriteString(verb)
 	b.WriteString(tool)
 	for i := 0; i+1 < len(kv); i += 2 {
 		fmt.Fprintf(&b, " %s=%s", kv[i], encodeValue(kv[i+1]))
@@ -68,12 +76,13 @@ func encodeValue(v string) string {
 }
 
 var (
-	instructionRe = regexp.MustCompile(`FERRY-DO\s+([A-Za-z][A-Za-z0-9_:.-]*)((?:\s+[A-Za-z_][A-Za-z0-9_]*=[^\s;]+)*)\s*;;`)
+	instructionRe = regexp.MustCompile(`FERRY-(DO|THEN)\s+([A-Za-z][A-Za-z0-9_:.-]*)((?:\s+[A-Za-z_][A-Za-z0-9_]*=[^\s;]+)*)\s*;;`)
 	pairRe        = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=([^\s;]+)`)
 	secretRe      = regexp.MustCompile(regexp.QuoteMeta(SecretPrefix) + `[A-Za-z0-9]+`)
 	linkRe        = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'\x60\\)\]]+`)
 	// Markdown escapes a converter may have added (\_, \*, \[ …).
 	mdEscapeRe = regexp.MustCompile(`\\([\\_*\[\]()#+.!<>{}|~-])`)
+	mdLinkRe   = regexp.MustCompile(`\]\(([^()\s]+)\)`)
 	placeRe    = regexp.MustCompile(`\{\{([a-z]+)(?::([^}]*))?\}\}`)
 	numberRe   = regexp.MustCompile(`^[0-9]{1,15}$`)
 )
@@ -151,6 +160,22 @@ func (c *obeyContext) tabsFrom(content string) {
 	if json.Unmarshal([]byte(content), &res) != nil {
 		return
 	}
+	// A page's relative links, resolved against its URL as a model reading it would.
+	var page struct {
+		Result struct {
+			URL     string `json:"url"`
+			Content string `json:"content"`
+		} `json:"result"`
+	}
+	if json.Unmarshal([]byte(content), &page) == nil && page.Result.Content != "" {
+		if base, err := url.Parse(page.Result.URL); err == nil && base.IsAbs() {
+			for _, m := range mdLinkRe.FindAllStringSubmatch(page.Result.Content, -1) {
+				if u, err := base.Parse(m[1]); err == nil {
+					c.texts = append(c.texts, u.String())
+				}
+			}
+		}
+	}
 	for _, t := range res.Result.Tabs {
 		c.tabs = append(c.tabs, obeyTab{t.TabID, t.URL, t.Title})
 	}
@@ -210,6 +235,7 @@ func readContext(req Request) *obeyContext {
 type obeyInstruction struct {
 	id    string // the call id it runs under: the same instruction never runs twice
 	tool  string
+	then  bool // waits until every instruction before it has run
 	pairs [][2]string
 }
 
@@ -219,14 +245,14 @@ func (c *obeyContext) instructions() []obeyInstruction {
 	for _, t := range c.texts {
 		t = mdEscapeRe.ReplaceAllString(t, "$1")
 		for _, m := range instructionRe.FindAllStringSubmatch(t, -1) {
-			key := m[1] + m[2]
+			key := m[2] + m[3]
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
 			sum := sha256.Sum256([]byte(key))
-			in := obeyInstruction{id: "call_obey_" + hex.EncodeToString(sum[:6]), tool: m[1]}
-			for _, p := range pairRe.FindAllStringSubmatch(m[2], -1) {
+			in := obeyInstruction{id: "call_obey_" + hex.EncodeToString(sum[:6]), tool: m[2], then: m[1] == "THEN"}
+			for _, p := range pairRe.FindAllStringSubmatch(m[3], -1) {
 				in.pairs = append(in.pairs, [2]string{p[1], p[2]})
 			}
 			out = append(out, in)
@@ -242,7 +268,8 @@ func (c *obeyContext) fill(v string) (string, bool) {
 		m := placeRe.FindStringSubmatch(p)
 		switch m[1] {
 		case "secrets":
-			if len(c.secrets) == 0 {
+			want, _ := strconv.Atoi(m[2])
+			if len(c.secrets) == 0 || len(c.secrets) < want {
 				ok = false
 			}
 			return strings.Join(c.secrets, "+")
@@ -296,19 +323,30 @@ func (c *obeyContext) arguments(in obeyInstruction) (string, bool) {
 	return string(b), true
 }
 
-// Obedient is the obedient model as a responder (Server.SetResponder).
+// Obedient is the obedient model as a responder (Server.SetResponder). Each turn it
+// calls, at once and in order, every instruction not yet run whose placeholders it
+// can fill, as a model calls several tools in one turn; what needs a result waits.
 func Obedient() func(Request) Turn {
 	return func(req Request) Turn {
 		c := readContext(req)
+		var turn Turn
+		earlier := true // every instruction so far has run
 		for _, in := range c.instructions() {
 			if c.done[in.id] {
 				continue
 			}
+			if in.then && !earlier {
+				break
+			}
+			earlier = false
 			args, ok := c.arguments(in)
 			if !ok {
 				continue // a placeholder it cannot fill yet
 			}
-			return Turn{ToolCalls: []Call{{ID: in.id, Name: in.tool, Arguments: args}}}
+			turn.ToolCalls = append(turn.ToolCalls, Call{ID: in.id, Name: in.tool, Arguments: args})
+		}
+		if len(turn.ToolCalls) > 0 {
+			return turn
 		}
 		answer := "Done."
 		if len(c.secrets) > 0 {
