@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/host/flow"
 	"github.com/ferryhq/ferry/host/model"
+	"github.com/ferryhq/ferry/host/tools"
 )
 
 const builtinPrompt = `You are Ferry, an agent that carries out tasks for the user on the web and in their browser. You act by calling the tools you are offered; the host runs every call and answers with JSON: {"success": true, "result": …} or {"success": false, "code": "…", "reason": "…"}.
@@ -88,9 +88,9 @@ func (r *Run) pageMessage(ctx context.Context) (model.Message, bool) {
 		g.Page(ctx, p.URL, p)
 	}
 	block, _ := json.Marshal(struct {
-		ContentFrom string `json:"content_from"`
-		Trust       string `json:"trust"`
-		Tab         int    `json:"tab_id"`
+		ContentFrom string          `json:"content_from"`
+		Trust       string          `json:"trust"`
+		Tab         int             `json:"tab_id"`
 		Page        *tools.PageView `json:"page"`
 	}{cmpOr(origin, "the page in tab "+strconv.Itoa(r.tabID)), untrustedNote, r.tabID, p})
 	return model.Message{Role: model.RoleUser, Ephemeral: true, Content: fmt.Sprintf(

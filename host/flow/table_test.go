@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/host/flow"
+	"github.com/ferryhq/ferry/host/toolbox"
 	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
@@ -23,7 +23,7 @@ func TestBuiltinsTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tb, err := host.OpenToolbox(db, zerolog.Nop(), nil)
+	tb, err := toolbox.Open(db, zerolog.Nop(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
