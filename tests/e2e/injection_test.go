@@ -301,13 +301,17 @@ func newSuite(t *testing.T) *suite {
 	}
 	for k, v := range map[string]string{
 		"tools.confirm_timeout_seconds": "1", // nobody clicks: each card is a denial after a second
-		"fetch.allow_private_hosts":     "127.0.0.0/8",
-		"search.engine":                 "duckduckgo",
-		"search.duckduckgo.endpoint":    w.search.URL + "/html/",
-		"tools.rate.per_conversation":   "0",
-		"tools.rate.global":             "0",
-		"tools.loop.repeat_limit":       "0",    // the suite's own reads repeat; the loop guard is not under test
-		"browser.allow_navigate":        "true", // so that what stops browser_navigate is the rule, not the switch
+		// The loopback origins stand in for sites on the internet: the guards for
+		// private destinations would ask about every one of them, hiding what the
+		// origin-set rule does.
+		"fetch.allow_private_hosts":   "127.0.0.0/8",
+		"browser.allow_private_hosts": "127.0.0.0/8",
+		"search.engine":               "duckduckgo",
+		"search.duckduckgo.endpoint":  w.search.URL + "/html/",
+		"tools.rate.per_conversation": "0",
+		"tools.rate.global":           "0",
+		"tools.loop.repeat_limit":     "0",    // the suite's own reads repeat; the loop guard is not under test
+		"browser.allow_navigate":      "true", // so that what stops browser_navigate is the rule, not the switch
 	} {
 		var out any
 		s.must("settings.set", map[string]any{"key": k, "value": v}, &out)
