@@ -102,7 +102,8 @@ func PeerScope(p *Peer) *tools.Scope {
 	name := p.Client()
 	principal := tools.PrincipalSocket
 	if name == ClientMCP {
-		principal = tools.PrincipalMCP
+		// The card says "ferry mcp" by its kind already.
+		principal, name = tools.PrincipalMCP, ""
 	}
 	return &tools.Scope{Principal: principal, Client: name, Outside: true}
 }

@@ -527,7 +527,7 @@ func TestFlowConfirmationCarriesRequesterAndFlow(t *testing.T) {
 	e := newEnv(t)
 	e.t = t
 	must(t, e.reg.Register(echo("e")))
-	scope := (&Scope{Principal: PrincipalMCP, Client: "ferry mcp", Outside: true}).ForRun("run1", "conv1", nil, askingGate{})
+	scope := (&Scope{Principal: PrincipalMCP, Client: "claude-code", Outside: true}).ForRun("run1", "conv1", nil, askingGate{})
 	res := e.reg.Call(context.Background(), &Call{Tool: "e", Arguments: json.RawMessage(`{"text":"x"}`), Caller: "model", Scope: scope})
 	if !res.Success || strings.Join(res.Sources, ",") != "seen" {
 		t.Fatalf("result %+v", res)
@@ -539,7 +539,7 @@ func TestFlowConfirmationCarriesRequesterAndFlow(t *testing.T) {
 	if got.Flow == nil || got.Flow.Destination != "https://b.example" || got.Message != "would send data" {
 		t.Errorf("card: %+v flow %+v", got, got.Flow)
 	}
-	if r := got.Requester; r == nil || r.Kind != "model" || r.RunID != "run1" || r.ConversationID != "conv1" || r.Client != "ferry mcp" {
+	if r := got.Requester; r == nil || r.Kind != "model" || r.RunID != "run1" || r.ConversationID != "conv1" || r.Client != "claude-code" {
 		t.Errorf("requester: %+v", got.Requester)
 	}
 }
