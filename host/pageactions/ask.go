@@ -73,7 +73,7 @@ type RunRequest struct {
 	// (empty: a new trace at depth 0), so that the run's calls count deeper.
 	TraceID string
 	Depth   int
-	Scope  *tools.Scope // the page's: every call of the run carries it
+	Scope   *tools.Scope // the page's: every call of the run carries it
 }
 
 // AskDeps is what ferry.ask and the per-origin settings need.
