@@ -59,7 +59,9 @@ type Local struct {
 // its client goes away.
 func HostHandler(h Local) Handler {
 	own := protocol.NewMux() // the socket's own versions of three methods
-	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) { return toolsCall(tools.WithSession(ctx, sessionID(peerOf(ctx))), h, peerOf(ctx), p) })
+	protocol.Handle(own, "tools.call", func(ctx context.Context, p toolbox.CallParams) (any, error) {
+		return toolsCall(tools.WithSession(ctx, sessionID(peerOf(ctx))), h, peerOf(ctx), p)
+	})
 	protocol.Handle(own, "tools.list", func(ctx context.Context, p listParams) (any, error) { return toolsList(ctx, h, peerOf(ctx), p) })
 	protocol.Handle(own, "chat.send", func(ctx context.Context, p sendParams) (any, error) { return chatSend(ctx, h, peerOf(ctx), p) })
 	return func(ctx context.Context, p *Peer, method string, params json.RawMessage) (any, error) {
