@@ -164,7 +164,7 @@ func (c *Conv) Check(ctx context.Context, call *tools.Call, t tools.Listing) (to
 var tabTools = map[string]bool{
 	"get_tab_content": true, "browser_snapshot": true, "browser_console": true, "browser_network": true,
 	"browser_info": true, "browser_screenshot": true,
-	"browser_type": true, "browser_select": true, "browser_click": true, "execute_script": true,
+	"browser_type": true, "browser_select": true, "browser_click": true, "execute_script": true, "browser_dialog": true,
 	"open_tab": true, "browser_navigate": true,
 }
 

@@ -51,8 +51,8 @@ var Builtins = map[string]Class{
 	"opfs_read": ClassRead, "opfs_list": ClassRead,
 	"open_tab": ClassWayOut, "web_fetch": ClassWayOut, "web_search": ClassWayOut, "browser_navigate": ClassWayOut,
 	"browser_type": ClassPageWrite, "browser_select": ClassPageWrite, "browser_click": ClassPageWrite,
-	"execute_script": ClassPageWrite,
-	"close_tab":      ClassDestroy, "opfs_delete": ClassDestroy, "opfs_write": ClassDestroy,
+	"execute_script": ClassPageWrite, "browser_dialog": ClassPageWrite,
+	"close_tab": ClassDestroy, "opfs_delete": ClassDestroy, "opfs_write": ClassDestroy,
 	"create_task": ClassLocal, "update_task": ClassLocal, "list_tasks": ClassLocal, "agent": ClassLocal,
 	"ask_user": ClassAsk,
 }
@@ -163,11 +163,11 @@ func (c *Conv) effect(ctx context.Context, call *tools.Call, t tools.Listing) (E
 		e.Out, e.URLs = destination(u), []string{u}
 	case "web_search":
 		e.Out, e.Payload = DestSearch, []string{a.str("query")}
-	case "browser_type", "browser_select", "browser_click":
+	case "browser_type", "browser_select", "browser_click", "browser_dialog":
 		e.Tab = tabOrigin(tabOf(a, call))
 		e.Out, e.Write = orUnknown(e.Tab), orUnknown(e.Tab)
 		switch t.Name {
-		case "browser_type":
+		case "browser_type", "browser_dialog": // a prompt's answer goes to the page
 			e.Payload = []string{a.str("text")}
 		case "browser_select":
 			e.Payload = a.strs("values")
