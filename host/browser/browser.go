@@ -112,7 +112,7 @@ func init() {
 	})
 	config.Register(config.Setting{
 		Key:         SettingAllowNavigate,
-		Description: "let the agent navigate tabs with browser_navigate (a write: off unless allowed)",
+		Description: "let the agent navigate tabs it did not open itself with browser_navigate or open_tab (a write: off unless allowed)",
 		Default:     "false",
 		Validate:    config.OneOf("true", "false"),
 	})

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/host/config"
@@ -160,40 +161,97 @@ func (d Deps) privateDestination(ctx context.Context, raw string) (what, entry s
 	return "", "", false
 }
 
-// assessNavigation is open_tab's and browser_navigate's assessment: navigating an
-// existing tab needs browser.allow_navigate, and a private destination a person's
-// approval unless browser.allow_private_hosts names it.
-func (d Deps) assessNavigation(ctx context.Context, call *tools.Call) (tools.Assessment, error) {
-	var a struct {
-		URL    string `json:"url"`
-		TabID  *int   `json:"tab_id"`
-		Action string `json:"action"`
-	}
-	if err := call.Decode(&a); err != nil {
-		return tools.Assessment{}, err
-	}
-	var out tools.Assessment
-	if call.Tool == "browser_navigate" || a.TabID != nil {
-		if !d.settings(ctx).Bool(SettingAllowNavigate) {
-			if call.Tool == "open_tab" {
-				return out, tools.Failf(tools.CodePermissionDenied, "open_tab with a tab_id navigates a tab that is open already, which is off: the setting %s is false; a person can allow it with `ferry config set %s true` (without tab_id, open_tab opens the URL in a new tab)", SettingAllowNavigate, SettingAllowNavigate)
-			}
-			return out, tools.Failf(tools.CodePermissionDenied, "browser_navigate is off: the setting %s is false; a person can allow it with `ferry config set %s true` (open_tab opens a URL in a new tab without it)", SettingAllowNavigate, SettingAllowNavigate)
+// assessNavigation is open_tab's and browser_navigate's assessment: navigating a
+// tab that is open already needs browser.allow_navigate, unless the one the call
+// acts for opened that tab itself (an outside agent reading page after page in its
+// own tab); a private destination needs a person's approval unless
+// browser.allow_private_hosts names it.
+func (d Deps) assessNavigation(own *ownTabs) func(context.Context, *tools.Call) (tools.Assessment, error) {
+	return func(ctx context.Context, call *tools.Call) (tools.Assessment, error) {
+		var a struct {
+			URL    string `json:"url"`
+			TabID  *int   `json:"tab_id"`
+			Action string `json:"action"`
 		}
-		out.Write = true
+		if err := call.Decode(&a); err != nil {
+			return tools.Assessment{}, err
+		}
+		var out tools.Assessment
+		if call.Tool == "browser_navigate" || a.TabID != nil {
+			tab := call.TabID
+			if a.TabID != nil {
+				tab = *a.TabID
+			}
+			switch {
+			case tab > 0 && own.has(tools.Owner(ctx, call), tab):
+				// Its own tab: nothing of the person's changes.
+			case !d.settings(ctx).Bool(SettingAllowNavigate):
+				if call.Tool == "open_tab" {
+					return out, tools.Failf(tools.CodePermissionDenied, "open_tab with a tab_id navigates a tab that is open already, which is off: the setting %s is false; a person can allow it with `ferry config set %s true` (without tab_id, open_tab opens the URL in a new tab, which may then be navigated)", SettingAllowNavigate, SettingAllowNavigate)
+				}
+				return out, tools.Failf(tools.CodePermissionDenied, "browser_navigate is off for tabs this caller did not open: the setting %s is false; a person can allow it with `ferry config set %s true` (open_tab opens a URL in a new tab, which may then be navigated)", SettingAllowNavigate, SettingAllowNavigate)
+			default:
+				out.Write = true
+			}
+		}
+		return d.assessDestination(ctx, a.URL, out)
 	}
-	if a.URL == "" {
+}
+
+// assessDestination adds to out what a navigation to raw needs: a checked URL, and
+// a person's approval for a private destination that no setting names.
+func (d Deps) assessDestination(ctx context.Context, raw string, out tools.Assessment) (tools.Assessment, error) {
+	if raw == "" {
 		return out, nil
 	}
-	if err := checkURL(a.URL); err != nil {
+	if err := checkURL(raw); err != nil {
 		return out, err
 	}
-	what, entry, allowed := d.privateDestination(ctx, a.URL)
+	what, entry, allowed := d.privateDestination(ctx, raw)
 	if what == "" || allowed {
 		return out, nil
 	}
 	out.Confirm = true
 	out.Message = fmt.Sprintf("Open %s? It is %s, not a page of the public web: what runs there can reach your own machine and network. "+
-		"To open such addresses without being asked, add %s to the setting %s.", a.URL, what, entry, SettingAllowPrivateHosts)
+		"To open such addresses without being asked, add %s to the setting %s.", raw, what, entry, SettingAllowPrivateHosts)
 	return out, nil
+}
+
+// ownTabs is the tabs each owner (tools.Owner) opened with open_tab, bounded: past
+// maxOwners owners an arbitrary one is forgotten, past maxOwnTabs tabs an owner's
+// set starts again; forgetting only means a person's setting decides again.
+type ownTabs struct {
+	mu sync.Mutex
+	by map[string]map[int]bool
+}
+
+const (
+	maxOwners  = 1024
+	maxOwnTabs = 1024
+)
+
+func (o *ownTabs) add(owner string, tab int) {
+	if tab <= 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	set := o.by[owner]
+	if set == nil || len(set) >= maxOwnTabs {
+		if len(o.by) >= maxOwners {
+			for k := range o.by {
+				delete(o.by, k)
+				break
+			}
+		}
+		set = map[int]bool{}
+		o.by[owner] = set
+	}
+	set[tab] = true
+}
+
+func (o *ownTabs) has(owner string, tab int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.by[owner][tab]
 }

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -83,7 +84,8 @@ func TestConfirmedBrowserCallBound(t *testing.T) {
 // write when on (tools.confirm_writes asks); a new tab is neither.
 func TestOpenTabWithTabIDIsNavigation(t *testing.T) {
 	e := newEnv(t, nil)
-	e.fake.on("browser.tabs.open", ok(map[string]any{"tab_id": 3, "url": "https://example.com/", "loaded": true}))
+	// Tab 3 is the person's; the new tabs the calls open are 7.
+	e.fake.on("browser.tabs.open", ok(map[string]any{"tab_id": 7, "url": "https://example.com/", "loaded": true}))
 	e.fake.on("browser.page.document", ok(map[string]any{"tab_id": 3, "url": "https://mail.example/inbox", "document_id": "D3"}))
 	r := e.call("open_tab", `{"url":"https://example.com/","tab_id":3}`)
 	if r.Code != tools.CodePermissionDenied || !strings.Contains(r.Reason, SettingAllowNavigate) {
@@ -214,5 +216,41 @@ func TestPrivateAllowSetting(t *testing.T) {
 		if _, err := parsePrivateAllow(v); err == nil {
 			t.Errorf("%q accepted", v)
 		}
+	}
+}
+
+// A tab the caller opened itself is its own to navigate with browser.allow_navigate
+// off: an outside agent reads page after page in one tab of its own, while the
+// person's tabs, and the tabs another client session opened, stay off.
+func TestOwnTabNavigates(t *testing.T) {
+	e := newEnv(t, nil)
+	e.fake.on("browser.tabs.open", ok(map[string]any{"tab_id": 7, "url": "https://example.com/", "loaded": true}))
+	e.fake.on("browser.page.navigate", ok(map[string]any{"tab_id": 7, "url": "https://example.com/2", "loaded": true}))
+	e.fake.on("browser.page.document", ok(map[string]any{"tab_id": 7, "url": "https://example.com/", "document_id": "D7"}))
+	session := func(id string) context.Context { return tools.WithSession(context.Background(), id) }
+	call := func(ctx context.Context, name, args string) tools.Result {
+		t.Helper()
+		return e.reg.Call(ctx, &tools.Call{Tool: name, Arguments: json.RawMessage(args), Caller: "mcp"})
+	}
+	if r := call(session("a"), "open_tab", `{"url":"https://example.com/"}`); !r.Success {
+		t.Fatalf("a new tab: %+v", r)
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"open_tab", `{"url":"https://example.com/2","tab_id":7}`},
+		{"browser_navigate", `{"url":"https://example.com/2","tab_id":7}`},
+		{"browser_navigate", `{"action":"back","tab_id":7}`},
+	} {
+		if r := call(session("a"), c.tool, c.args); !r.Success {
+			t.Errorf("%s %s in the session's own tab: %+v", c.tool, c.args, r)
+		}
+		if r := call(session("b"), c.tool, c.args); r.Code != tools.CodePermissionDenied || !strings.Contains(r.Reason, SettingAllowNavigate) {
+			t.Errorf("%s %s from another session: %+v, want PERMISSION_DENIED naming %s", c.tool, c.args, r, SettingAllowNavigate)
+		}
+	}
+	if r := call(session("a"), "browser_navigate", `{"url":"https://example.com/2","tab_id":3}`); r.Code != tools.CodePermissionDenied {
+		t.Errorf("the person's tab 3: %+v, want PERMISSION_DENIED", r)
+	}
+	if r := e.call("open_tab", `{"url":"https://example.com/2","tab_id":7}`); r.Code != tools.CodePermissionDenied {
+		t.Errorf("another caller: %+v, want PERMISSION_DENIED", r)
 	}
 }

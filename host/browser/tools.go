@@ -14,6 +14,7 @@ import (
 // Tools returns the browser tools, in the order a model reads them best: tabs,
 // reading, scripts, then interaction.
 func Tools(d Deps) []tools.Tool {
+	own := &ownTabs{by: map[string]map[int]bool{}}
 	ts := []tools.Tool{
 		d.pass("list_tabs", "browser.tabs.list", tools.KindRead, callTimeout, false,
 			"List the open tabs (tab_id, window_id, url, title, active, audible, loading). Every argument given filters: "+
@@ -25,7 +26,7 @@ func Tools(d Deps) []tools.Tool {
   "window_id":{"type":"integer"},
   "audible":{"type":"boolean"}
 },"additionalProperties":false}`),
-		d.openTab(),
+		d.openTab(own),
 		d.pass("close_tab", "browser.tabs.close", tools.KindWrite, callTimeout, false,
 			"Close a tab; unsaved work in it is lost.",
 			`{"type":"object","properties":{"tab_id":`+tabIDRequired+`},"required":["tab_id"],"additionalProperties":false}`),
@@ -64,7 +65,7 @@ func Tools(d Deps) []tools.Tool {
   "direction":{"type":"string","enum":["down","up","left","right"],"default":"down"}
 },"additionalProperties":false}`), false),
 		d.screenshot(),
-		d.navigate(),
+		d.navigate(own),
 		d.pass("browser_console", "browser.page.console", tools.KindRead, callTimeout, true,
 			"The page's last 30 console messages (level, text, time): errors and warnings explain a page that misbehaves.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
@@ -203,7 +204,7 @@ const urlPattern = `"^([hH][tT][tT][pP][sS]?|[fF][iI][lL][eE]|[aA][bB][oO][uU][t
 
 const maxLoadWait = 30 * time.Second
 
-func (d Deps) openTab() tools.Tool {
+func (d Deps) openTab(own *ownTabs) tools.Tool {
 	return tools.Tool{
 		Name: "open_tab",
 		Description: "Open a URL in a new tab, or navigate tab tab_id to it. The tab becomes active and the call waits for the load, " +
@@ -219,7 +220,7 @@ func (d Deps) openTab() tools.Tool {
 		// tab_id the assessment makes the call a write.
 		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
-		Assess:    d.assessNavigation,
+		Assess:    d.assessNavigation(own),
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			args, err := decodeArgs(call)
 			if err != nil {
@@ -247,6 +248,9 @@ func (d Deps) openTab() tools.Tool {
 			if err := d.call(ctx, "browser.tabs.open", args, &out, maxLoadWait+10*time.Second); err != nil {
 				return nil, err
 			}
+			if _, navigated := args["tab_id"]; !navigated {
+				own.add(tools.Owner(ctx, call), out.TabID)
+			}
 			if out.TimedOut {
 				out.Note = "stopped waiting after 30 s: the page is still loading; get_tab_content or browser_info can look at it now or later"
 			}
@@ -255,7 +259,7 @@ func (d Deps) openTab() tools.Tool {
 	}
 }
 
-func (d Deps) navigate() tools.Tool {
+func (d Deps) navigate(own *ownTabs) tools.Tool {
 	return tools.Tool{
 		Name:        "browser_navigate",
 		Description: "Load a URL in the tab (url), or go back, forward or reload (action): one of the two. To open a URL in a new tab, use open_tab.",
@@ -266,7 +270,7 @@ func (d Deps) navigate() tools.Tool {
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
 		// The assessment holds browser.allow_navigate and the private destinations.
-		Assess: d.assessNavigation,
+		Assess: d.assessNavigation(own),
 		Check: func(call *tools.Call) error {
 			args, err := decodeArgs(call)
 			if err != nil {

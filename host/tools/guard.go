@@ -129,6 +129,22 @@ func countKey(ctx context.Context, call *Call) (key, what string) {
 	}
 }
 
+// Owner names whom a call acts for, for what the call leaves behind (the tabs it
+// opens): an outside client's session, else the conversation, else the run, else
+// the caller and its origin.
+func Owner(ctx context.Context, call *Call) string {
+	switch s := sessionOf(ctx); {
+	case s != "":
+		return "session:" + s
+	case call.ConversationID != "":
+		return "conversation:" + call.ConversationID
+	case call.RunID != "":
+		return "run:" + call.RunID
+	default:
+		return "caller:" + call.Caller + "|" + call.Origin
+	}
+}
+
 // admitted is a call the guard let through; done records its result.
 type admitted struct {
 	g     *guard
