@@ -156,7 +156,9 @@ func TestSubAgentTypesInTheBrowser(t *testing.T) {
 		RunID          string `json:"run_id"`
 		ConversationID string `json:"conversation_id"`
 	}
-	s.must("chat.send", map[string]any{"text": "Check the first form, then order on the second."}, &started)
+	// Bound to the form the person wants the order on, as the side panel would be: the
+	// origin-set rule lets a run change the designated page without asking.
+	s.must("chat.send", map[string]any{"text": "Check the first form, then order on the second.", "tab_id": operated}, &started)
 	var got struct {
 		Run struct {
 			Status string `json:"status"`
