@@ -2,7 +2,7 @@
 // top level so Chrome can wake this worker for them. All state lives in the
 // host client and dies with the worker on purpose: it describes a native port
 // that dies with the worker too. Anything that must outlive a restart belongs
-// in chrome.storage.
+// in the host's database.
 
 import * as chromeApi from '../lib/chrome-api.js';
 import { createHostClient } from '../lib/host-client.js';

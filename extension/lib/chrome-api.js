@@ -95,22 +95,6 @@ export function uiLanguage() {
   return chrome.i18n.getUILanguage();
 }
 
-export function storageGet(keys, area = 'local') {
-  return chrome.storage[area].get(keys);
-}
-
-export function storageSet(items, area = 'local') {
-  return chrome.storage[area].set(items);
-}
-
-export function storageRemove(keys, area = 'local') {
-  return chrome.storage[area].remove(keys);
-}
-
-export function onStorageChanged(fn) {
-  chrome.storage.onChanged.addListener((changes, area) => fn(changes, area));
-}
-
 // ---- tabs, windows, scripting, offscreen: the browser tools (background/browser/) ----
 
 export function tabsQuery(query) {

@@ -29,7 +29,7 @@ describe('manifest', () => {
     assert.equal(manifest.manifest_version, 3);
     // tabs, scripting, offscreen and all sites: the browser tools (README, "Permissions");
     // sidePanel: the chat opens beside the page from the toolbar button.
-    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'storage', 'tabs', 'scripting', 'offscreen', 'sidePanel']);
+    assert.deepEqual(manifest.permissions, ['nativeMessaging', 'tabs', 'scripting', 'offscreen', 'sidePanel']);
     assert.deepEqual(manifest.host_permissions, ['<all_urls>']);
     assert.equal(manifest.optional_permissions, undefined);
     assert.equal(manifest.default_locale, 'en');
