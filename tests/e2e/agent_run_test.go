@@ -101,26 +101,8 @@ func agentRun(t *testing.T, kind string) {
 
 	// The run's events go to the side panel's ports; the test polls the run's
 	// record through the same ferryHost the extension uses.
-	type runRow struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-	}
-	var got struct {
-		Run runRow `json:"run"`
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		s.must("runs.get", map[string]any{"run_id": started.RunID}, &got)
-		if got.Run.Status != "running" && got.Run.Status != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not end: %+v", got.Run)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got.Run.Status != "completed" {
-		t.Fatalf("run ended %+v; the fake got %d requests", got.Run, len(fake.Requests()))
+	if run := s.waitRun(t, started.RunID, 45*time.Second); run.Status != "completed" {
+		t.Fatalf("run ended %+v; the fake got %d requests", run, len(fake.Requests()))
 	}
 
 	reqs := fake.Requests()

@@ -219,30 +219,14 @@ func TestAgentUsesEveryBrowserTool(t *testing.T) {
 	if started.RunID == "" {
 		t.Fatalf("chat.send: %+v", started)
 	}
-	var got struct {
-		Run struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-		} `json:"run"`
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s.must("runs.get", map[string]any{"run_id": started.RunID}, &got)
-		if got.Run.Status != "running" && got.Run.Status != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not end: %+v after %d model requests", got.Run, len(fake.Requests()))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	run := s.waitRun(t, started.RunID, 30*time.Second)
 	mu.Lock()
 	for _, p := range problems {
 		t.Error(p)
 	}
 	mu.Unlock()
-	if got.Run.Status != "completed" {
-		t.Fatalf("run ended %+v", got.Run)
+	if run.Status != "completed" {
+		t.Fatalf("run ended %+v after %d model requests", run, len(fake.Requests()))
 	}
 	reqs := fake.Requests()
 	if len(reqs) != len(steps)+1 {

@@ -189,6 +189,32 @@ func (s *session) request(method string, params any) outcome {
 }
 
 // must is request for calls that must succeed, decoding their result into v.
+// runEnd is how a run ended, as runs.get reports it.
+type runEnd struct {
+	Status string `json:"status"`
+	Error  string `json:"error"`
+}
+
+// waitRun polls runs.get until the run has ended, and fails t if it has not within
+// the time given.
+func (s *session) waitRun(t *testing.T, runID string, within time.Duration) runEnd {
+	t.Helper()
+	var got struct {
+		Run runEnd `json:"run"`
+	}
+	deadline := time.Now().Add(within)
+	for {
+		s.must("runs.get", map[string]any{"run_id": runID}, &got)
+		if got.Run.Status != "running" && got.Run.Status != "" {
+			return got.Run
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s did not end within %s: %+v", runID, within, got.Run)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (s *session) must(method string, params, v any) {
 	s.t.Helper()
 	out := s.request(method, params)

@@ -378,27 +378,11 @@ func (su *suite) run(t *testing.T, tab int, origin, text string) (conv string, s
 		params["tab_id"], params["origin"] = tab, origin
 	}
 	su.s.must("chat.send", params, &started)
-	var got struct {
-		Run struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-		} `json:"run"`
+	run := su.s.waitRun(t, started.RunID, 2*time.Minute)
+	if run.Status != "completed" {
+		t.Logf("run ended %s: %s", run.Status, run.Error)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		su.s.must("runs.get", map[string]any{"run_id": started.RunID}, &got)
-		if got.Run.Status != "running" && got.Run.Status != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not end: %+v", got.Run)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got.Run.Status != "completed" {
-		t.Logf("run ended %s: %s", got.Run.Status, got.Run.Error)
-	}
-	return started.ConversationID, got.Run.Status
+	return started.ConversationID, run.Status
 }
 
 type auditRow struct {

@@ -54,25 +54,8 @@ func TestPageAsk(t *testing.T) {
 			t.Fatalf("ferry.ask: %s", got)
 		}
 		conv, run := f[1], f[2]
-		var r struct {
-			Run struct {
-				Status string `json:"status"`
-				Error  string `json:"error"`
-			} `json:"run"`
-		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s.must("runs.get", map[string]any{"run_id": run}, &r)
-			if r.Run.Status != "running" && r.Run.Status != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the run did not end: %+v", r.Run)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if r.Run.Status != "completed" {
-			t.Fatalf("run ended %+v", r.Run)
+		if r := s.waitRun(t, run, 30*time.Second); r.Status != "completed" {
+			t.Fatalf("run ended %+v", r)
 		}
 		var c struct {
 			Conversation struct {

@@ -120,22 +120,8 @@ func agentRunOn(t *testing.T, s *session, fake *modeltest.Server, tab int, text 
 	if started.RunID == "" {
 		t.Fatalf("chat.send: %+v", started)
 	}
-	var got struct {
-		Run struct{ Status, Error string } `json:"run"`
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		s.must("runs.get", map[string]any{"run_id": started.RunID}, &got)
-		if got.Run.Status != "running" && got.Run.Status != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not end: %+v", got.Run)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got.Run.Status != "completed" {
-		t.Fatalf("run %q ended %+v", text, got.Run)
+	if run := s.waitRun(t, started.RunID, 45*time.Second); run.Status != "completed" {
+		t.Fatalf("run %q ended %+v", text, run)
 	}
 	return fake.Requests()[base:]
 }

@@ -159,25 +159,8 @@ func TestSubAgentTypesInTheBrowser(t *testing.T) {
 	// Bound to the form the person wants the order on, as the side panel would be: the
 	// origin-set rule lets a run change the designated page without asking.
 	s.must("chat.send", map[string]any{"text": "Check the first form, then order on the second.", "tab_id": operated}, &started)
-	var got struct {
-		Run struct {
-			Status string `json:"status"`
-			Error  string `json:"error"`
-		} `json:"run"`
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		s.must("runs.get", map[string]any{"run_id": started.RunID}, &got)
-		if got.Run.Status != "running" && got.Run.Status != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not end: %+v after %d model requests", got.Run, len(fake.Requests()))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got.Run.Status != "completed" {
-		t.Fatalf("run ended %+v", got.Run)
+	if run := s.waitRun(t, started.RunID, 45*time.Second); run.Status != "completed" {
+		t.Fatalf("run ended %+v after %d model requests", run, len(fake.Requests()))
 	}
 	mu.Lock()
 	for _, p := range problems {
