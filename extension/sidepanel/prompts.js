@@ -63,16 +63,28 @@ function countdown() {
   return { node: el('div', { className: 'countdown' }, text, bar), bar, text };
 }
 
-/** The lasting answers a request offers: their own buttons, never a key's doing. */
+/**
+ * The lasting answers a request offers: their own buttons, never a key's doing.
+ * ferry.ask's origin may be allowed or refused for good; a page script's origin
+ * only allowed (not allowing is what the person's Deny already is).
+ */
 function lastingControls(prompt, lasting) {
-  if (!lasting || typeof lasting.origin !== 'string' || lasting.scope !== 'page_ask') return null;
-  const always = el('button', { type: 'button', className: 'quiet small lasting-allow', text: t('lastingAllowAsk', [lasting.origin]) });
-  const never = el('button', { type: 'button', className: 'quiet small danger-text lasting-deny', text: t('lastingDenyAsk', [lasting.origin]) });
+  if (!lasting || typeof lasting.origin !== 'string') return null;
+  let allowText;
+  if (lasting.scope === 'page_ask') allowText = t('lastingAllowAsk', [lasting.origin]);
+  else if (lasting.scope === 'page_scripts') allowText = t('lastingAllowScripts', [lasting.origin]);
+  else return null;
+  const always = el('button', { type: 'button', className: 'quiet small lasting-allow', text: allowText });
   always.addEventListener('click', () => answer(prompt.call_id, { approved: true, lasting: true }));
-  never.addEventListener('click', () => answer(prompt.call_id, { approved: false, lasting: true }));
+  const buttons = [always];
+  if (lasting.scope === 'page_ask') {
+    const never = el('button', { type: 'button', className: 'quiet small danger-text lasting-deny', text: t('lastingDenyAsk', [lasting.origin]) });
+    never.addEventListener('click', () => answer(prompt.call_id, { approved: false, lasting: true }));
+    buttons.unshift(never);
+  }
   return el('div', { className: 'lasting' },
     el('p', { className: 'muted small', text: t('lastingHint') }),
-    el('div', { className: 'row end' }, never, always));
+    el('div', { className: 'row end' }, ...buttons));
 }
 
 function confirmCard(prompt, params) {

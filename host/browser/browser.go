@@ -78,13 +78,21 @@ type Summarizer = web.Summarizer
 
 // Deps is what the browser tools need from the host.
 type Deps struct {
-	Browser    Browser         // nil: no browser, ever (the tools are listed as unavailable)
-	Settings   config.Settings // nil: every setting at its default
-	Summarizer Summarizer      // nil: get_tab_content's prompt fails saying no model is configured
+	Browser  Browser         // nil: no browser, ever (the tools are listed as unavailable)
+	Settings config.Settings // nil: every setting at its default
+	// Store writes the settings a person's lasting answer changes (execute_script's
+	// "always allow scripts on this site"); nil: no lasting answer is offered.
+	Store      SettingsStore
+	Summarizer Summarizer // nil: get_tab_content's prompt fails saying no model is configured
 
 	// wait replaces every browser request's bound in tests, unexported so that
 	// production code always gets the real ones.
 	wait time.Duration
+}
+
+// SettingsStore writes one setting, checked as `ferry config set` checks it.
+type SettingsStore interface {
+	Set(ctx context.Context, key, value string) error
 }
 
 // Settings keys this package registers.

@@ -572,3 +572,73 @@ func TestScreenshotShrinksToFit(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// lastingUI answers every card with approved and, where offered, lasting.
+type lastingUI struct {
+	fakeUI
+	lasting bool
+}
+
+func (u *lastingUI) ConfirmLasting(ctx context.Context, req tools.ConfirmRequest) (tools.ConfirmAnswer, error) {
+	ok, err := u.Confirm(ctx, req)
+	return tools.ConfirmAnswer{Approved: ok, Lasting: u.lasting && req.Lasting != nil}, err
+}
+
+// storeSettings is fakeSettings that a lasting answer can write to.
+type storeSettings struct{ *fakeSettings }
+
+func (s storeSettings) Set(ctx context.Context, key, value string) error {
+	s.set(key, value)
+	return nil
+}
+
+// A script's card offers "always allow scripts on this site" as a lasting answer of
+// its own; taking it adds the page's origin to browser.scripts_auto_approve_origins,
+// and the next script there runs unasked. Under the person's own policy the card
+// offers nothing lasting: the grant could not lift that policy.
+func TestExecuteScriptLastingApproval(t *testing.T) {
+	e := newEnv(t, func(d *Deps) { d.Store = storeSettings{d.Settings.(*fakeSettings)} })
+	e.fake.on("browser.page.info", ok(map[string]any{"tab_id": 5, "url": "https://Shop.Example:443/cart?x=1", "title": "Cart"}))
+	e.fake.on("browser.script.execute", ok(map[string]any{"value": 1, "type": "number"}))
+	ui := &lastingUI{fakeUI: fakeUI{approve: true}}
+	e.reg.SetUI(ui)
+	run := func() tools.Result {
+		t.Helper()
+		return e.call("execute_script", `{"code":"return 1","target":"page","tab_id":5}`)
+	}
+
+	// Approved once: the card offered the lasting answer, nothing was stored.
+	if r := run(); !r.Success || len(ui.confirms) != 1 {
+		t.Fatalf("%+v, %d confirmations", r, len(ui.confirms))
+	}
+	if l := ui.confirms[0].Lasting; l == nil || l.Scope != tools.LastingPageScripts || l.Origin != "https://shop.example" {
+		t.Fatalf("lasting offered %+v", l)
+	}
+	if v := e.settings.Snapshot(context.Background()).String(SettingScriptsAutoApprove); v != "" {
+		t.Fatalf("a one-time approval stored %q", v)
+	}
+
+	// The person's own policy asks too: nothing lasting on that card.
+	e.set(tools.SettingConfirm, "execute_script")
+	ui.lasting = true
+	if r := run(); !r.Success || len(ui.confirms) != 2 || ui.confirms[1].Lasting != nil {
+		t.Fatalf("under tools.confirm: %+v, lasting %+v", r, ui.confirms[len(ui.confirms)-1].Lasting)
+	}
+	if v := e.settings.Snapshot(context.Background()).String(SettingScriptsAutoApprove); v != "" {
+		t.Fatalf("stored %q under the person's policy", v)
+	}
+	e.set(tools.SettingConfirm, "")
+
+	// Always allow: the origin joins the setting, and the next script there is not asked.
+	e.set(SettingScriptsAutoApprove, "https://other.example")
+	if r := run(); !r.Success || len(ui.confirms) != 3 {
+		t.Fatalf("%+v, %d confirmations", r, len(ui.confirms))
+	}
+	e.reg.RefreshSettings()
+	if v := e.settings.Snapshot(context.Background()).String(SettingScriptsAutoApprove); v != "https://other.example,https://shop.example" {
+		t.Fatalf("%s = %q after always allow", SettingScriptsAutoApprove, v)
+	}
+	if r := run(); !r.Success || len(ui.confirms) != 3 {
+		t.Fatalf("after always allow: %+v, asked %d times", r, len(ui.confirms))
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/ferryhq/ferry/host/origins"
@@ -129,11 +131,31 @@ func (d Deps) assessScript(ctx context.Context, call *tools.Call) (tools.Assessm
 	if !ok {
 		where = info.URL
 	}
-	return tools.Assessment{
+	out := tools.Assessment{
 		Confirm:   true,
 		Dangerous: true,
 		Document:  doc,
 		Message: fmt.Sprintf("Run this script in %s (tab %d, %q)? It runs as the page itself: it can read what you see there and act as you. "+
 			"To stop being asked for this site, add %s to the setting %s.", where, info.TabID, info.Title, where, SettingScriptsAutoApprove),
-	}, nil
+	}
+	if ok && d.Store != nil {
+		out.Lasting = &tools.Lasting{Scope: tools.LastingPageScripts, Origin: o}
+		out.Grant = func(ctx context.Context) error { return d.trustScripts(ctx, o) }
+	}
+	return out, nil
+}
+
+// grantMu keeps two lasting approvals from writing the list over each other.
+var grantMu sync.Mutex
+
+// trustScripts adds origin to browser.scripts_auto_approve_origins: a person's
+// lasting answer on a script's card.
+func (d Deps) trustScripts(ctx context.Context, origin string) error {
+	grantMu.Lock()
+	defer grantMu.Unlock()
+	list := origins.Normalize(d.settings(ctx).List(SettingScriptsAutoApprove))
+	if slices.Contains(list, origin) {
+		return nil
+	}
+	return d.Store.Set(ctx, SettingScriptsAutoApprove, strings.Join(append(list, origin), ","))
 }

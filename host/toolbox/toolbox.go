@@ -82,7 +82,7 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 	builtins = append(builtins, tasks.Tools(tasks.Deps{Store: db, OnChange: onTasks})...)
 	// The browser tools are registered even without a browser: they are listed as
 	// unavailable with the reason, and the model learns why it cannot use them.
-	builtins = append(builtins, browser.Tools(browser.Deps{Browser: browser.ConnBrowser(conn), Settings: settings, Summarizer: sum})...)
+	builtins = append(builtins, browser.Tools(browser.Deps{Browser: browser.ConnBrowser(conn), Settings: settings, Store: settings, Summarizer: sum})...)
 	for _, t := range builtins {
 		if err := reg.Register(t); err != nil {
 			audit.Close()

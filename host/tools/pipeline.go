@@ -83,6 +83,10 @@ type callState struct {
 	canonical []byte // their canonical JSON, once they validated
 	dangerous bool
 	ran       bool // Run was started
+	// lasting and grant: the lasting answer the card offers, and what it does
+	// (Assessment.Lasting, Assessment.Grant).
+	lasting *Lasting
+	grant   func(ctx context.Context) error
 }
 
 // finished tells the tool how its call ended; a panic there is logged, never the
@@ -175,6 +179,9 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 		if f != nil {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
+		if a.Confirm && a.Lasting != nil && a.Grant != nil && !ask && !(a.Write && p.ConfirmWrites) {
+			st.lasting, st.grant = a.Lasting, a.Grant
+		}
 		ask = ask || a.Confirm || (a.Write && p.ConfirmWrites)
 		policyAsks = policyAsks || a.Confirm || (a.Write && p.ConfirmWrites)
 		st.dangerous = st.dangerous || a.Dangerous
@@ -191,6 +198,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 		}
 		if v.Confirm {
 			ask, flow = true, v.Flow
+			st.lasting, st.grant = nil, nil
 			if v.Reason != "" {
 				msg = v.Reason
 			}
@@ -346,14 +354,22 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
-	ok, err := ui.Confirm(cctx, ConfirmRequest{
+	ans, err := ConfirmWhole(cctx, ui, ConfirmRequest{
 		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
 		Source: e.tool.Source, TabID: e.tool.TabID, FrameID: e.tool.FrameID, ByPolicy: byPolicy,
-		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow,
+		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow, Lasting: st.lasting,
 	})
+	ok := ans.Approved
 	switch {
 	case err == nil && ok:
+		if ans.Lasting && st.grant != nil {
+			// The call is approved either way; a grant that could not be stored
+			// only means the next one asks again.
+			if gerr := st.grant(ctx); gerr != nil {
+				r.log.Error().Err(gerr).Str("tool", e.name).Msg("storing a lasting approval")
+			}
+		}
 		return Result{}, true
 	case err == nil:
 		return fail(CodeUserRejected, "the person declined to run %s", e.name), false

@@ -137,6 +137,12 @@ type Assessment struct {
 	// Document is the document the assessment judged (the page whose origin a page
 	// script was allowed for): the call runs there only (Call.Document).
 	Document *Document
+	// Lasting offers a lasting answer beside the one-time one, and Grant is what an
+	// approval that lasts does (execute_script: that origin's scripts stop asking).
+	// The card offers it only when this assessment is the one reason it asks: a
+	// lasting grant could not lift the person's policy or a data flow.
+	Lasting *Lasting
+	Grant   func(ctx context.Context) error
 }
 
 // Document is the page a call acts on, as it was when the call was judged: the tab,

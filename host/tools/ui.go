@@ -84,8 +84,13 @@ type Lasting struct {
 	Origin string `json:"origin"`
 }
 
-// LastingPageAsk is the scope of ferry.ask's lasting answer.
-const LastingPageAsk = "page_ask"
+// The scopes of lasting answers: ferry.ask's (always or never for the page's
+// origin), and execute_script's (always run scripts in that origin's pages without
+// asking; never is what not granting already is).
+const (
+	LastingPageAsk     = "page_ask"
+	LastingPageScripts = "page_scripts"
+)
 
 // ConfirmAnswer is a person's whole answer to a confirmation: approved or not, and,
 // when the request offered a lasting answer, whether this one lasts.

@@ -117,6 +117,7 @@ func TestTrustBoundary(t *testing.T) {
 	run("file:// and loopback destinations asked about", func(t *testing.T) { privateDestinationsAsked(t, s, srv, panel, fileURL) })
 	run("open_tab with a tab_id while navigation is off", func(t *testing.T) { openTabWhileNavigationIsOff(t, s, srv) })
 	run("an execute_script approval racing a navigation", func(t *testing.T) { scriptApprovalRacesNavigation(t, s, srv, panel) })
+	run("always allowing a site's scripts is a control of its own", func(t *testing.T) { scriptsAlwaysAllowed(t, s, srv, panel) })
 	run("Enter in the composer while a card appears", func(t *testing.T) { enterInComposer(t, s, srv, fake, panel) })
 	run("ferry.ask's first prompt is no grant", func(t *testing.T) { pageAskFirstPromptNotAGrant(t, s, srv, panel) })
 }
@@ -165,6 +166,54 @@ func scriptApprovalRacesNavigation(t *testing.T, s *session, srv *trustServer, p
 	}
 	if !srv.got("/hit?by=again") {
 		t.Fatalf("the approved script's request never reached the server: the effect check above could not fail")
+	}
+}
+
+// A script's card offers "always allow scripts on this site" as a button of its own
+// (Enter and the card's Allow answer this script only). Taking it stores the page's
+// origin in browser.scripts_auto_approve_origins, and the next script there runs
+// without a card.
+func scriptsAlwaysAllowed(t *testing.T, s *session, srv *trustServer, panel context.Context) {
+	origin := srv.at("127.0.0.1", "")
+	_, tab := s.openTab(srv.at("127.0.0.1", "/page?n=always"))
+	var set map[string]any
+	defer s.must("settings.set", map[string]any{"key": "browser.scripts_auto_approve_origins", "value": nil}, &set)
+
+	call := s.park("execute_script", map[string]any{"target": "page", "tab_id": tab, "code": `fetch('/hit?by=always'); return 1`})
+	s.waitIn(panel, "confirmation card", `document.querySelector('.prompt.confirm .lasting-allow') !== null`)
+	label, _ := browsertest.Eval[string](panel, `document.querySelector('.prompt.confirm .lasting-allow').textContent`)
+	if !strings.Contains(label, origin) {
+		t.Errorf("the lasting control says %q, want it to name %s", label, origin)
+	}
+	if s.config("browser.scripts_auto_approve_origins") != "" {
+		t.Fatal("the card stored a grant before anyone answered")
+	}
+	// A long card scrolls under its sticky Allow/Deny row: bring the control to the
+	// middle of the panel first, as a person scrolling to it would.
+	if _, err := browsertest.Eval[bool](panel, `(document.querySelector('.prompt.confirm .lasting-allow').scrollIntoView({block: 'center'}), true)`); err != nil {
+		t.Fatal(err)
+	}
+	s.click(panel, ".prompt.confirm .lasting-allow")
+	if r := call.wait(nil); !r.Success {
+		t.Fatalf("approved for good: %+v", r)
+	}
+	if got := s.config("browser.scripts_auto_approve_origins"); got != origin {
+		t.Fatalf("browser.scripts_auto_approve_origins = %q, want %s", got, origin)
+	}
+	time.Sleep(1100 * time.Millisecond) // the pipeline's settings refresh
+	next := s.park("execute_script", map[string]any{"target": "page", "tab_id": tab, "code": `fetch('/hit?by=unasked'); return 2`})
+	if r := next.wait(nil); !r.Success {
+		t.Fatalf("the next script on an allowed site: %+v", r)
+	}
+	if card, _ := browsertest.Eval[bool](panel, `document.querySelector('.prompt.confirm') !== null`); card {
+		t.Errorf("a card for a site whose scripts are always allowed")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !srv.got("/hit?by=unasked") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !srv.got("/hit?by=unasked") {
+		t.Fatal("the unasked script's request never reached the server")
 	}
 }
 
