@@ -155,6 +155,51 @@ func plainString(b []byte, i int) int {
 	return end
 }
 
+// validContainer is validValue for the object or array starting at b[i]: members
+// `"key": value` or elements `value`, separated by commas, then the closing bracket.
+func validContainer(b []byte, i, depth int) int {
+	if depth > maxDepth {
+		return -1
+	}
+	object := b[i] == '{'
+	closer := byte(']')
+	if object {
+		closer = '}'
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == closer {
+		return i + 1
+	}
+	for {
+		if object {
+			if i >= len(b) || b[i] != '"' {
+				return -1
+			}
+			if i = validString(b, i); i < 0 {
+				return -1
+			}
+			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+				return -1
+			}
+			i = skipWS(b, i+1)
+		}
+		if i = validValue(b, i, depth+1); i < 0 {
+			return -1
+		}
+		if i = skipWS(b, i); i >= len(b) {
+			return -1
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case closer:
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
 // validValue returns the index just past the JSON value starting at b[i], or -1 when
 // there is none or it is not valid JSON (RFC 8259, as encoding/json reads it: any
 // byte of 0x20 and above may stand in a string, valid UTF-8 or not).
@@ -165,63 +210,8 @@ func validValue(b []byte, i, depth int) int {
 	switch c := b[i]; {
 	case c == '"':
 		return validString(b, i)
-	case c == '{':
-		if depth > maxDepth {
-			return -1
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return -1
-			}
-			if i = validString(b, i); i < 0 {
-				return -1
-			}
-			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-				return -1
-			}
-			if i = validValue(b, skipWS(b, i+1), depth+1); i < 0 {
-				return -1
-			}
-			if i = skipWS(b, i); i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case '}':
-				return i + 1
-			default:
-				return -1
-			}
-		}
-	case c == '[':
-		if depth > maxDepth {
-			return -1
-		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1
-		}
-		for {
-			if i = validValue(b, i, depth+1); i < 0 {
-				return -1
-			}
-			if i = skipWS(b, i); i >= len(b) {
-				return -1
-			}
-			switch b[i] {
-			case ',':
-				i = skipWS(b, i+1)
-			case ']':
-				return i + 1
-			default:
-				return -1
-			}
-		}
+	case c == '{' || c == '[':
+		return validContainer(b, i, depth)
 	case c == '-' || c >= '0' && c <= '9':
 		return validNumber(b, i)
 	case c == 't':
