@@ -88,8 +88,8 @@ function lastingControls(prompt, lasting) {
 }
 
 function confirmCard(prompt, params) {
-  const approve = el('button', { type: 'button', className: params.dangerous ? 'danger' : '', text: t('approveButton') });
-  const reject = el('button', { type: 'button', className: 'quiet', text: t('rejectButton') });
+  const approve = el('button', { type: 'button', className: params.dangerous ? 'allow danger' : 'allow', text: t('approveButton') });
+  const reject = el('button', { type: 'button', className: 'quiet deny', text: t('rejectButton') });
   const cd = countdown();
   const args = prettyJSON(params.arguments);
   const who = requesterText(params.requester, { conversationTitle }, t);

@@ -99,7 +99,7 @@ func TestExecuteScriptConfirmation(t *testing.T) {
 	{
 		call := park(pageScript(`document.title = 'rejected-ran'; window.ran.push('rejected'); return 'nope'`))
 		s.waitIn(panel, "confirmation card", `document.querySelector('.prompt.confirm') !== null`)
-		s.click(panel, `.prompt.confirm button.quiet`)
+		s.click(panel, `.prompt.confirm button.deny`)
 		r := wait(call)
 		if r.Success || r.Code != "USER_REJECTED" {
 			t.Fatalf("rejected page script: %+v, want USER_REJECTED", r)
@@ -133,7 +133,7 @@ func TestExecuteScriptConfirmation(t *testing.T) {
 		s.must("settings.set", map[string]any{"key": "browser.scripts_auto_approve_origins", "value": nil}, &set)
 		call := park(pageScript(`document.title = 'asked-again'`))
 		s.waitIn(panel, "confirmation card once the origin is no longer allowed", `document.querySelector('.prompt.confirm') !== null`)
-		s.click(panel, `.prompt.confirm button.quiet`)
+		s.click(panel, `.prompt.confirm button.deny`)
 		if r := wait(call); r.Code != "USER_REJECTED" {
 			t.Errorf("after the setting was cleared: %+v, want USER_REJECTED", r)
 		}

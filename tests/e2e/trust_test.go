@@ -498,7 +498,7 @@ func privateDestinationsAsked(t *testing.T, s *session, srv *trustServer, panel 
 			t.Errorf("the card lacks %q:\n%s", want, card)
 		}
 	}
-	s.click(panel, `.prompt.confirm button.quiet`)
+	s.click(panel, `.prompt.confirm button.deny`)
 	if r := deny.wait(nil); r.Code != "USER_REJECTED" || srv.got("n=denied") {
 		t.Fatalf("denied: %+v (server asked: %v)", r, srv.got("n=denied"))
 	}
@@ -519,7 +519,7 @@ func privateDestinationsAsked(t *testing.T, s *session, srv *trustServer, panel 
 	if !strings.Contains(card, "a file on this computer") {
 		t.Errorf("the card does not say it is a local file:\n%s", card)
 	}
-	s.click(panel, `.prompt.confirm button.quiet`)
+	s.click(panel, `.prompt.confirm button.deny`)
 	if r := nav.wait(nil); r.Code != "USER_REJECTED" || tabsWith(fileURL) != 0 {
 		t.Fatalf("browser_navigate to %s denied: %+v", fileURL, r)
 	}
