@@ -9,17 +9,15 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver: no cgo, so ferry cross-compiles
+
+	"github.com/ferryhq/ferry/storage/migrate"
 )
 
 //go:embed migrations/*.sql
@@ -145,38 +143,7 @@ func (db *DB) Size() int64 {
 
 func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339Nano) }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", e.Name())
-		}
-		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migrations must be numbered 1, 2, 3…: found %d at position %d", m.version, i+1)
-		}
-	}
-	return ms, nil
-}
+func loadMigrations() ([]migrate.Step, error) { return migrate.Load(migrationFiles, "migrations") }
 
 // SchemaVersion is the newest migration this binary carries.
 func SchemaVersion() int {
@@ -225,7 +192,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) apply(ctx context.Context, m migration, known int) error {
+func (db *DB) apply(ctx context.Context, m migrate.Step, known int) error {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrating database %s: %w", db.path, err)
@@ -238,15 +205,15 @@ func (db *DB) apply(ctx context.Context, m migration, known int) error {
 	if current > known {
 		return db.tooNew(current, known)
 	}
-	if current >= m.version {
+	if current >= m.Version {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, db.now()); err != nil {
-		return fmt.Errorf("recording migration %d: %w", m.version, err)
+		m.Version, m.Name, db.now()); err != nil {
+		return fmt.Errorf("recording migration %d: %w", m.Version, err)
 	}
 	return tx.Commit()
 }

@@ -47,6 +47,13 @@ func (w *where) add(cond string, arg any) {
 	w.args = append(w.args, arg)
 }
 
+// eq adds column = value, unless value is empty (a filter not given).
+func (w *where) eq(column, value string) {
+	if value != "" {
+		w.add(column+" = ?", value)
+	}
+}
+
 func (w *where) String() string {
 	if len(w.conds) == 0 {
 		return ""
@@ -57,18 +64,10 @@ func (w *where) String() string {
 // Requests lists audited requests, newest first.
 func (s *Store) Requests(ctx context.Context, f RequestFilter) ([]Request, error) {
 	var w where
-	if f.User != "" {
-		w.add("user_name = ?", f.User)
-	}
-	if f.Team != "" {
-		w.add("team = ?", f.Team)
-	}
-	if f.Model != "" {
-		w.add("model = ?", f.Model)
-	}
-	if f.TraceID != "" {
-		w.add("trace_id = ?", f.TraceID)
-	}
+	w.eq("user_name", f.User)
+	w.eq("team", f.Team)
+	w.eq("model", f.Model)
+	w.eq("trace_id", f.TraceID)
 	if f.Errors {
 		w.add("status >= ?", 400)
 	}
@@ -184,15 +183,9 @@ func (s *Store) Usage(ctx context.Context, f UsageFilter) ([]UsageRow, error) {
 		cols = append(cols, c)
 	}
 	var w where
-	if f.User != "" {
-		w.add("user_name = ?", f.User)
-	}
-	if f.Team != "" {
-		w.add("team = ?", f.Team)
-	}
-	if f.Model != "" {
-		w.add("model = ?", f.Model)
-	}
+	w.eq("user_name", f.User)
+	w.eq("team", f.Team)
+	w.eq("model", f.Model)
 	if !f.Since.IsZero() {
 		w.add("day >= ?", Day(f.Since))
 	}

@@ -14,11 +14,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +24,8 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx" for database/sql
 	_ "modernc.org/sqlite"             // registers the pure-Go "sqlite" driver
+
+	"github.com/ferryhq/ferry/storage/migrate"
 )
 
 //go:embed migrations/*.sql
@@ -260,38 +260,7 @@ func (s *Store) Generation(ctx context.Context) (int64, error) {
 	return g, err
 }
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, e := range entries {
-		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_description.sql", e.Name())
-		}
-		body, err := migrationFiles.ReadFile("migrations/" + e.Name())
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migrations must be numbered 1, 2, 3…: found %d at position %d", m.version, i+1)
-		}
-	}
-	return ms, nil
-}
+func loadMigrations() ([]migrate.Step, error) { return migrate.Load(migrationFiles, "migrations") }
 
 // SchemaVersion is the newest migration this binary carries.
 func SchemaVersion() int {
@@ -344,14 +313,14 @@ func (s *Store) migrate(ctx context.Context) error {
 			if cur > len(ms) {
 				return s.tooNew(cur, len(ms))
 			}
-			if cur >= m.version {
+			if cur >= m.Version {
 				return nil
 			}
-			if _, err := t.ExecContext(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %d (%s) on %s: %w", m.version, m.name, s.where, err)
+			if _, err := t.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d (%s) on %s: %w", m.Version, m.Name, s.where, err)
 			}
 			_, err = t.ExecContext(ctx, s.q(`INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)`),
-				m.version, m.name, s.micros())
+				m.Version, m.Name, s.micros())
 			return err
 		})
 		if err != nil {

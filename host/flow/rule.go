@@ -128,6 +128,10 @@ func (c *Conv) effect(ctx context.Context, call *tools.Call, t tools.Listing) (E
 	a := decode(call.Arguments)
 	var e Effect
 	tabOrigin := func(tab int) string {
+		if d := call.Document; d != nil && tab > 0 && d.TabID == tab {
+			// The tool's assessment has just looked the page up (execute_script).
+			return OriginOf(d.URL)
+		}
 		if c.t.deps.Browser == nil {
 			return ""
 		}

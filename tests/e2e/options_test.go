@@ -42,8 +42,13 @@ func (s *session) waitIn(tab context.Context, what, cond string) {
 	}
 }
 
+// click clicks sel as a person would, having scrolled it to the middle of the view
+// first: at an edge, a sticky bar (a card's Allow/Deny row) may lie over it.
 func (s *session) click(tab context.Context, sel string) {
 	s.t.Helper()
+	if _, err := browsertest.Eval[bool](tab, `(e => (e?.scrollIntoView({block: 'center'}), true))(document.querySelector(`+jsString(sel)+`))`); err != nil {
+		s.t.Fatalf("scroll to %s: %v", sel, err)
+	}
 	if err := chromedp.Do(tab, chromedp.Click(sel)); err != nil {
 		s.t.Fatalf("click %s: %v", sel, err)
 	}

@@ -188,11 +188,6 @@ func scriptsAlwaysAllowed(t *testing.T, s *session, srv *trustServer, panel cont
 	if s.config("browser.scripts_auto_approve_origins") != "" {
 		t.Fatal("the card stored a grant before anyone answered")
 	}
-	// A long card scrolls under its sticky Allow/Deny row: bring the control to the
-	// middle of the panel first, as a person scrolling to it would.
-	if _, err := browsertest.Eval[bool](panel, `(document.querySelector('.prompt.confirm .lasting-allow').scrollIntoView({block: 'center'}), true)`); err != nil {
-		t.Fatal(err)
-	}
 	s.click(panel, ".prompt.confirm .lasting-allow")
 	if r := call.wait(nil); !r.Success {
 		t.Fatalf("approved for good: %+v", r)
