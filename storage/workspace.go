@@ -35,6 +35,9 @@ type FileInfo struct {
 	Version    int64
 	CreatedAt  time.Time
 	ModifiedAt time.Time
+	// Provenance is who wrote this content and what their context held, as the
+	// writer gave it (the host's data-flow labels); "" when nobody said.
+	Provenance string
 	// Pruned is what a write dropped to stay within the quota (writes only).
 	Pruned Pruned
 }
@@ -88,6 +91,12 @@ func DetectMIME(name string, content []byte) string {
 // the usage as it is when the write commits, and a refused write leaves the old
 // content as it was.
 func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType string) (FileInfo, error) {
+	return db.WriteFileAs(ctx, p, content, mimeType, "")
+}
+
+// WriteFileAs is WriteFile keeping provenance with the content (and, when it is
+// replaced, with its version).
+func (db *DB) WriteFileAs(ctx context.Context, p string, content []byte, mimeType, provenance string) (FileInfo, error) {
 	cp, err := cleanFilePath(p)
 	if err != nil {
 		return FileInfo{}, err
@@ -99,7 +108,7 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 	if mimeType == "" {
 		mimeType = DetectMIME(cp, content)
 	}
-	info := FileInfo{Path: cp, Size: int64(len(content)), MIME: mimeType, IsText: isText}
+	info := FileInfo{Path: cp, Size: int64(len(content)), MIME: mimeType, IsText: isText, Provenance: provenance}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		st, err := db.writeState(ctx, tx, cp)
 		if err != nil {
@@ -116,7 +125,7 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 			if err != nil {
 				return err
 			}
-			if _, err = ins.ExecContext(ctx, cp, content, info.Size, mimeType, isText, now, now); err != nil {
+			if _, err = ins.ExecContext(ctx, cp, content, info.Size, mimeType, isText, now, now, provenance); err != nil {
 				return err
 			}
 			info.CreatedAt, info.ModifiedAt = parseTime(now), parseTime(now)
@@ -128,8 +137,8 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 				bound -= st.size // the old content is not kept
 			}
 			info.Version = st.version + 1
-			if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET content = ?, size = ?, mime = ?, is_text = ?, version = ?, modified_at = ?
-			WHERE id = ?`, content, info.Size, mimeType, isText, info.Version, now, st.id); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET content = ?, size = ?, mime = ?, is_text = ?, version = ?, modified_at = ?, provenance = ?
+			WHERE id = ?`, content, info.Size, mimeType, isText, info.Version, now, provenance, st.id); err != nil {
 				return err
 			}
 			info.CreatedAt, info.ModifiedAt = parseTime(st.created), parseTime(now)
@@ -147,16 +156,16 @@ func (db *DB) WriteFile(ctx context.Context, p string, content []byte, mimeType 
 }
 
 const (
-	fileColumns     = `path, size, mime, is_text, version, created_at, modified_at`
+	fileColumns     = `path, size, mime, is_text, version, created_at, modified_at, provenance`
 	readFileQuery   = `SELECT ` + fileColumns + `, content FROM workspace_files WHERE path = ?`
-	insertFileQuery = `INSERT INTO workspace_files(path, content, size, mime, is_text, version, created_at, modified_at)
-		VALUES (?, ?, ?, ?, ?, 1, ?, ?)`
+	insertFileQuery = `INSERT INTO workspace_files(path, content, size, mime, is_text, version, created_at, modified_at, provenance)
+		VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?)`
 )
 
 func scanInfo(s rowScanner, extra ...any) (FileInfo, error) {
 	var fi FileInfo
 	var created, modified string
-	if err := s.Scan(append([]any{&fi.Path, &fi.Size, &fi.MIME, &fi.IsText, &fi.Version, &created, &modified}, extra...)...); err != nil {
+	if err := s.Scan(append([]any{&fi.Path, &fi.Size, &fi.MIME, &fi.IsText, &fi.Version, &created, &modified, &fi.Provenance}, extra...)...); err != nil {
 		return fi, err
 	}
 	fi.CreatedAt, fi.ModifiedAt = parseTime(created), parseTime(modified)

@@ -13,8 +13,8 @@ func keepVersion(ctx context.Context, tx *sql.Tx, id int64, now string, keep int
 	if keep == 0 {
 		return nil
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO workspace_file_versions(file_id, version, content, size, mime, is_text, modified_at, replaced_at)
-		SELECT id, version, content, size, mime, is_text, modified_at, ? FROM workspace_files WHERE id = ?`, now, id)
+	_, err := tx.ExecContext(ctx, `INSERT INTO workspace_file_versions(file_id, version, content, size, mime, is_text, modified_at, replaced_at, provenance)
+		SELECT id, version, content, size, mime, is_text, modified_at, ?, provenance FROM workspace_files WHERE id = ?`, now, id)
 	return err
 }
 
@@ -82,15 +82,15 @@ func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool)
 			return ErrFileNotFound
 		}
 		id := st.id
-		q := `SELECT id, version, size, mime, is_text FROM workspace_file_versions WHERE file_id = ? ORDER BY version DESC LIMIT 1`
+		q := `SELECT id, version, size, mime, is_text, provenance FROM workspace_file_versions WHERE file_id = ? ORDER BY version DESC LIMIT 1`
 		args := []any{id}
 		if asWrite {
-			q = `SELECT id, version, size, mime, is_text FROM workspace_file_versions WHERE file_id = ? AND version = ?`
+			q = `SELECT id, version, size, mime, is_text, provenance FROM workspace_file_versions WHERE file_id = ? AND version = ?`
 			args = append(args, version)
 		}
 		var vid int64
 		info = FileInfo{Path: cp, CreatedAt: parseTime(st.created)}
-		err = tx.QueryRowContext(ctx, q, args...).Scan(&vid, &info.Version, &info.Size, &info.MIME, &info.IsText)
+		err = tx.QueryRowContext(ctx, q, args...).Scan(&vid, &info.Version, &info.Size, &info.MIME, &info.IsText, &info.Provenance)
 		if errors.Is(err, sql.ErrNoRows) {
 			if asWrite {
 				return fmt.Errorf("%w: %d (see the kept versions first)", ErrNoSuchVersion, version)
@@ -109,7 +109,7 @@ func (db *DB) goBack(ctx context.Context, p string, version int64, asWrite bool)
 			info.Version = st.version + 1
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE workspace_files SET
-			(content, size, mime, is_text) = (SELECT content, size, mime, is_text FROM workspace_file_versions WHERE id = ?),
+			(content, size, mime, is_text, provenance) = (SELECT content, size, mime, is_text, provenance FROM workspace_file_versions WHERE id = ?),
 			version = ?, modified_at = ? WHERE id = ?`, vid, info.Version, now, id); err != nil {
 			return err
 		}

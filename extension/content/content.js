@@ -245,6 +245,26 @@
     return { x: Math.round(window.scrollX), y: Math.round(window.scrollY) };
   }
 
+  // Where the form an element belongs to would send itself: a submit control's
+  // formaction, else the form's action, resolved as the browser would. The host
+  // holds a typed or clicked value to that destination, not to the page's origin.
+  function form(params) {
+    const el = target(params);
+    const f = el.form || (el.closest && el.closest('form'));
+    if (!f) return { form: false };
+    const tag = el.localName;
+    const kind = (el.getAttribute('type') || '').toLowerCase();
+    const submitter = (tag === 'button' && (kind === '' || kind === 'submit')) || (tag === 'input' && (kind === 'submit' || kind === 'image'));
+    const raw = (submitter && el.getAttribute('formaction')) || f.getAttribute('action') || '';
+    let action = '';
+    try {
+      action = new URL(raw, document.baseURI).href;
+    } catch {
+      action = raw;
+    }
+    return { form: true, action, submitter };
+  }
+
   function info() {
     return {
       url: location.href,
@@ -278,7 +298,7 @@
   const METHODS = {
     capture: (p) => global.FerryCapture.capture(p),
     snapshot: (p) => global.FerrySnapshot.snapshot(p),
-    click, type, select, scroll, info, network,
+    click, type, select, scroll, info, network, form,
   };
   // The methods that act on the page as a person would: from then on Ferry
   // drives the document, and its dialogs are answered, not left to block it

@@ -196,6 +196,13 @@ func Tool(m *Manager) tools.Tool {
 		Kind: tools.KindRead,
 		// The pipeline's run timeout must not cut a sub-agent before its own.
 		Timeout: m.opts.SubagentTimeout + time.Minute,
+		// Its own calls are each judged; its answer is a model's words carrying what
+		// the shared context holds, and no URL in it counts as content seen.
+		Class:   tools.ClassLocal,
+		Effects: func(context.Context, *tools.Call) (tools.Effect, error) { return tools.Effect{}, nil },
+		Provenance: func(*tools.Call, tools.Effect, *tools.Result) tools.Provenance {
+			return tools.Provenance{Reads: []tools.Read{{Context: true}}}
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var a agentArgs
 			if err := call.Decode(&a); err != nil {

@@ -30,6 +30,9 @@ type ContentResult struct {
 	// Dialogs are the JavaScript dialogs the page opened during the capture, as the
 	// extension answered them.
 	Dialogs json.RawMessage `json:"dialogs,omitempty"`
+	// page is what the page itself said (the capture before any summary): a model's
+	// summary is no content seen, the page's links are.
+	page string
 }
 
 // capture is browser.page.capture's result.
@@ -77,6 +80,21 @@ func (d Deps) getTabContent() tools.Tool {
 },"additionalProperties":false}`),
 		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: contentTimeout,
 		Available: d.available,
+		Class:     tools.ClassRead,
+		Effects:   d.effects(nil),
+		// The page is read; a summary of it is a model's words, so only the page's own
+		// text counts as content seen.
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			r, ok := res.Result.(*ContentResult)
+			if !res.Success || !ok {
+				return tools.Provenance{}
+			}
+			u := r.URL
+			if u == "" {
+				u = e.TabURL
+			}
+			return tools.Provenance{Reads: []tools.Read{{URL: orPage(u), Private: true, Untrusted: true, Content: r.page, Base: u}}}
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				TabID     *int   `json:"tab_id"`
@@ -110,6 +128,7 @@ func (d Deps) getTabContent() tools.Tool {
 			}
 			cv := markdown.ConvertCapture(c.HTML, sel)
 			res.Content, res.UsedSelector = cv.Markdown, cv.Selector
+			res.page = cv.Markdown + "\n" + c.Title
 			if cv.Main != "" {
 				res.MainSelector = cv.Main
 				res.Note = fmt.Sprintf("the main content was unclear (%s, the likeliest region, %s), so the whole page is here; pass selector %q to read that region alone", cv.Main, cv.Why, cv.Main)

@@ -86,6 +86,8 @@ func (d Deps) screenshot() tools.Tool {
 		Parameters: json.RawMessage(`{"type":"object","properties":{"tab_id":` + tabIDOptional + `},"additionalProperties":false}`),
 		Source:     tools.SourceBuiltin, Kind: tools.KindRead, Timeout: toolTimeout(shotTries * callTimeout),
 		Available: d.available,
+		// The picture is the page's; its pixels hold no link to follow.
+		Class: tools.ClassRead, Effects: d.effects(nil), Provenance: readsPage(false),
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			args, err := decodeArgs(call)
 			if err != nil {

@@ -65,6 +65,9 @@ func (d Deps) executeScript() tools.Tool {
 		Timeout:   toolTimeout(maxScriptTimeout),
 		Available: d.available,
 		Assess:    d.assessScript,
+		// Allowing scripts on a site lifts their card, never this: a page script can
+		// fetch any origin.
+		Class: tools.ClassPageWrite, Effects: d.effects(d.scriptEffects), Provenance: scriptRead,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var a scriptArgs
 			if err := call.Decode(&a); err != nil {

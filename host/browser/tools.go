@@ -16,7 +16,7 @@ import (
 func Tools(d Deps) []tools.Tool {
 	own := &ownTabs{by: map[string]map[int]bool{}}
 	ts := []tools.Tool{
-		d.pass("list_tabs", "browser.tabs.list", tools.KindRead, callTimeout, false,
+		declare(d.pass("list_tabs", "browser.tabs.list", tools.KindRead, callTimeout, false,
 			"List the open tabs (tab_id, window_id, url, title, active, audible, loading). Every argument given filters: "+
 				"the patterns are JavaScript regular expressions, case-insensitive; active and audible keep the tabs whose flag is the same.",
 			`{"type":"object","properties":{
@@ -25,17 +25,19 @@ func Tools(d Deps) []tools.Tool {
   "active":{"type":"boolean"},
   "window_id":{"type":"integer"},
   "audible":{"type":"boolean"}
-},"additionalProperties":false}`),
+},"additionalProperties":false}`), tools.ClassRead, listsTabs, listedTabs),
 		d.openTab(own),
-		d.pass("close_tab", "browser.tabs.close", tools.KindWrite, callTimeout, false,
+		declare(d.pass("close_tab", "browser.tabs.close", tools.KindWrite, callTimeout, false,
 			"Close a tab; unsaved work in it is lost.",
 			`{"type":"object","properties":{"tab_id":`+tabIDRequired+`},"required":["tab_id"],"additionalProperties":false}`),
-		d.pass("activate_tab", "browser.tabs.activate", tools.KindRead, callTimeout, false,
+			tools.ClassDestroy, d.effects(closesTab), closedTab),
+		declare(d.pass("activate_tab", "browser.tabs.activate", tools.KindRead, callTimeout, false,
 			"Make a tab active and focus its window, so the person sees it.",
 			`{"type":"object","properties":{"tab_id":`+tabIDRequired+`},"required":["tab_id"],"additionalProperties":false}`),
+			tools.ClassRead, d.effects(nil), activated),
 		d.getTabContent(),
 		d.executeScript(),
-		d.pass("browser_snapshot", "browser.page.snapshot", tools.KindRead, callTimeout, true,
+		declare(d.pass("browser_snapshot", "browser.page.snapshot", tools.KindRead, callTimeout, true,
 			"The page's interactive elements and landmarks as an indented tree, one a line, with the refs the element tools take: "+
 				`'- button "Add to cart" [ref=e12]'. To read text, use get_tab_content. Past max_nodes it says how many were left out and next_offset.`,
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
@@ -43,49 +45,117 @@ func Tools(d Deps) []tools.Tool {
   "max_nodes":{"type":"integer","minimum":1,"maximum":5000,"default":600},
   "offset":{"type":"integer","minimum":0,"default":0,"description":"the previous next_offset"},
   "selector":{"type":"string","minLength":1,"description":"list one region only"}
-},"additionalProperties":false}`),
-		element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
+},"additionalProperties":false}`), tools.ClassRead, d.effects(nil), readsPage(true)),
+		declare(element(d.pass("browser_click", "browser.page.click", tools.KindWrite, callTimeout, true,
 			"Click an element. A disabled, hidden or covered one is not clicked: the reason says which.",
 			elementParams(``, nil)), true),
-		element(sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
+			// A click on a submit control sends its form to the form's action.
+			tools.ClassPageWrite, d.effects(d.formSends(changesPage(nil), func(a tabArgs, submitter bool) bool { return submitter })), readsPage(true)),
+		declare(element(sensitiveText(d.pass("browser_type", "browser.page.type", tools.KindWrite, callTimeout, true,
 			"Type into an input, textarea or contenteditable element, firing the input and change events frameworks listen to; "+
 				"returns the field's value (masked in secret fields).",
 			elementParams(`,
   "text":{"type":"string"},
   "clear":{"type":"boolean","default":true,"description":"false appends"},
   "submit":{"type":"boolean","description":"press Enter after"}`, []string{"text"}))), true),
-		element(d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
+			tools.ClassPageWrite, d.effects(d.formSends(changesPage(carriesText), func(a tabArgs, _ bool) bool { return a.Submit })), readsPage(true)),
+		declare(element(d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
 			"Choose options of a <select> by value or visible text; several only in a multiple select.",
 			elementParams(`,
   "values":{"type":"array","items":{"type":"string"},"minItems":1}`, []string{"values"})), true),
-		element(d.pass("browser_scroll", "browser.page.scroll", tools.KindRead, callTimeout, true,
-			"Scroll the page by pixels, or an element into view (ref or selector); returns the scroll position.",
+			// A page may submit its form when a choice changes: the form's action hears it.
+			tools.ClassPageWrite, d.effects(d.formSends(changesPage(carriesValues), func(tabArgs, bool) bool { return true })), readsPage(true)),
+		stepped(declare(element(d.pass("browser_scroll", "browser.page.scroll", tools.KindRead, callTimeout, true,
+			"Scroll the page by pixels (rounded to 100, 250, 500, 1000, 2500, 5000, 10000 or more), or an element into view (ref or selector); returns the scroll position.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,`+refAndSelector+`,
   "pixels":{"type":"integer","minimum":1,"maximum":100000,"default":500},
   "direction":{"type":"string","enum":["down","up","left","right"],"default":"down"}
 },"additionalProperties":false}`), false),
+			// The page reads where it was scrolled to: the scroll is a write to it, and
+			// the distance is rounded to a few steps so that it carries no number
+			// (README: Known limits).
+			tools.ClassPageWrite, d.effects(changesPage(nil)), noContent)),
 		d.screenshot(),
 		d.navigate(own),
-		d.pass("browser_console", "browser.page.console", tools.KindRead, callTimeout, true,
+		declare(d.pass("browser_console", "browser.page.console", tools.KindRead, callTimeout, true,
 			"The page's last 30 console messages (level, text, time): errors and warnings explain a page that misbehaves.",
-			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
-		d.pass("browser_network", "browser.page.network", tools.KindRead, callTimeout, true,
+			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`), tools.ClassRead, d.effects(nil), readsPage(true)),
+		declare(d.pass("browser_network", "browser.page.network", tools.KindRead, callTimeout, true,
 			"The page's last 30 network requests: URL, method, type, status, duration.",
-			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
-		d.pass("browser_info", "browser.page.info", tools.KindRead, callTimeout, true,
+			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`), tools.ClassRead, d.effects(nil), readsPage(true)),
+		declare(d.pass("browser_info", "browser.page.info", tools.KindRead, callTimeout, true,
 			"The tab's URL, title, viewport size, scroll position, ready state, the dialog its page waits behind and the last dialogs answered.",
-			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`),
-		d.pass("browser_dialog", "browser.page.dialog", tools.KindWrite, callTimeout, true,
+			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`},"additionalProperties":false}`), tools.ClassRead, d.effects(nil), readsPage(true)),
+		declare(d.pass("browser_dialog", "browser.page.dialog", tools.KindWrite, callTimeout, true,
 			"Set the answer to the page's next JavaScript dialog (alert, confirm, prompt, leaving with unsaved changes), then repeat the action that opens it; "+
 				"a call that meets a dialog reports it. A dialog already open in a page the person uses waits for them.",
 			`{"type":"object","properties":{"tab_id":`+tabIDOptional+`,
   "action":{"type":"string","enum":["accept","dismiss"]},
   "text":{"type":"string","description":"a prompt's answer"}
 },"required":["action"],"additionalProperties":false}`),
+			// A prompt's answer goes to the page.
+			tools.ClassPageWrite, d.effects(changesPage(carriesText)), readsPage(true)),
 	}
 	d.bindDocuments(ts)
 	return ts
 }
+
+// declare sets what a tool does as the data-flow rule sees it.
+func declare(t tools.Tool, class tools.Class, effects func(context.Context, *tools.Call) (tools.Effect, error), prov func(*tools.Call, tools.Effect, *tools.Result) tools.Provenance) tools.Tool {
+	t.Class, t.Effects, t.Provenance = class, effects, prov
+	return t
+}
+
+// scrollSteps are the distances a scroll may take: a page that reads its scroll
+// position learns which step, a few bits, never a number a model chose.
+var scrollSteps = []int{100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000}
+
+// stepped rounds browser_scroll's pixels to the nearest step before the page sees it.
+func stepped(t tools.Tool) tools.Tool {
+	run := t.Run
+	t.Run = func(ctx context.Context, call *tools.Call) (any, error) {
+		args, err := decodeArgs(call)
+		if err != nil {
+			return nil, err
+		}
+		if px, ok := args["pixels"].(float64); ok {
+			args["pixels"] = nearestStep(int(px))
+			b, _ := json.Marshal(args)
+			c := *call
+			c.Arguments = b
+			return run(ctx, &c)
+		}
+		return run(ctx, call)
+	}
+	return t
+}
+
+func nearestStep(px int) int {
+	best := scrollSteps[0]
+	for _, s := range scrollSteps {
+		if abs(s-px) < abs(best-px) {
+			best = s
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// carriesText: what browser_type and browser_dialog hand the page.
+func carriesText(a tabArgs) []string {
+	if a.Text == nil {
+		return nil
+	}
+	return []string{*a.Text}
+}
+
+func carriesValues(a tabArgs) []string { return a.Values }
 
 const (
 	// What tab_id is and which tab it defaults to, what a ref or a selector is, is said
@@ -221,6 +291,10 @@ func (d Deps) openTab(own *ownTabs) tools.Tool {
 		Source: tools.SourceBuiltin, Kind: tools.KindRead, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
 		Assess:    d.assessNavigation(own),
+		// The URL is a destination; navigating a tab changes its page.
+		Class:      tools.ClassWayOut,
+		Effects:    d.effects(opens(func(a tabArgs) bool { return a.TabID != nil })),
+		Provenance: opened,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			args, err := decodeArgs(call)
 			if err != nil {
@@ -270,7 +344,10 @@ func (d Deps) navigate(own *ownTabs) tools.Tool {
 		Source: tools.SourceBuiltin, Kind: tools.KindWrite, Timeout: toolTimeout(maxLoadWait + 10*time.Second),
 		Available: d.available,
 		// The assessment holds browser.allow_navigate and the private destinations.
-		Assess: d.assessNavigation(own),
+		Assess:     d.assessNavigation(own),
+		Class:      tools.ClassWayOut,
+		Effects:    d.effects(opens(func(tabArgs) bool { return true })),
+		Provenance: opened,
 		Check: func(call *tools.Call) error {
 			args, err := decodeArgs(call)
 			if err != nil {

@@ -2,23 +2,25 @@
 // the host keeps, outside the model, the origins the person designated and labels
 // of everything that entered the context (whose content, private or public, written
 // by the person or not), and asks the person before a call that would carry
-// private data to another origin, change a page the person did not name, or destroy
-// what the run did not create, once content the person did not write is in the
-// context. A model that obeys every instruction it reads gets nothing of that done
-// without the person's approval of the exact call.
+// private data somewhere, change a page the person did not name, or destroy what
+// the run did not create, once content the person did not write is in the context.
+// A model that obeys every instruction it reads gets nothing of that done without
+// the person's approval of the exact call.
 //
-// The rule in full, its reasons and its limits are in the README's Security
-// section; Builtins classifies every builtin tool.
+// The rule knows no tool: each tool declares what a call of it does (tools.Effect)
+// and what its result brought (tools.Provenance) where it is defined, and the rule
+// applies to those alone. The rule in full, its reasons and its limits are in the
+// README's Security section.
 package flow
 
 import (
 	"context"
 	"encoding/json"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/ferryhq/ferry/host/tools"
-	"github.com/ferryhq/ferry/storage"
 	"github.com/rs/zerolog"
 )
 
@@ -28,25 +30,18 @@ type Browser interface {
 	TabURL(ctx context.Context, tab int) (string, error)
 }
 
-// Workspace looks at workspace files (storage.DB satisfies it).
-type Workspace interface {
-	Stat(ctx context.Context, path string) (storage.FileInfo, error)
-	List(ctx context.Context, dir string) ([]storage.Entry, error)
-}
-
 // Store keeps each conversation's state (storage.DB satisfies it).
 type Store interface {
 	ConversationFlow(ctx context.Context, conversationID string) ([]byte, error)
 	SetConversationFlow(ctx context.Context, conversationID string, state []byte) error
 }
 
-// Deps is what the policy looks at. Any may be nil: without a browser a tab's origin
-// is unknown (and the rule asks), without a store the state lives as long as the run.
+// Deps is what the policy looks at. Any may be nil: without a browser a bound tab's
+// origin is unknown, without a store the state lives as long as the run.
 type Deps struct {
-	Browser   Browser
-	Workspace Workspace
-	Store     Store
-	Log       zerolog.Logger
+	Browser Browser
+	Store   Store
+	Log     zerolog.Logger
 }
 
 // Tracker hands out the state of conversations.
@@ -71,7 +66,7 @@ func (t *Tracker) TabOrigin(ctx context.Context, tab int) string {
 // Open is a conversation's gate, with its state as stored ("" : a conversation of
 // its own that is never stored, for a sub-agent started outside any run).
 func (t *Tracker) Open(ctx context.Context, conversationID string) *Conv {
-	c := &Conv{t: t, id: conversationID, pending: map[string]string{}}
+	c := &Conv{t: t, id: conversationID}
 	var raw []byte
 	if conversationID != "" && t.deps.Store != nil {
 		var err error
@@ -89,10 +84,11 @@ type Conv struct {
 	t  *Tracker
 	id string
 
-	mu      sync.Mutex
-	st      *State
-	pending map[string]string // call id → origin of the tab it acts on, from Check to Observe
+	mu sync.Mutex
+	st *State
 }
+
+var _ tools.Gate = (*Conv)(nil)
 
 // Person records a message the person wrote: its URLs and sites are designated, its
 // workspace paths named, and its words may go wherever the person sends them.
@@ -105,17 +101,20 @@ func (c *Conv) Person(ctx context.Context, text string) {
 }
 
 // Bind designates the origin of the tab the conversation is bound to (the side
-// panel's tab, ferry run's, the page that asked with ferry.ask).
+// panel's tab, ferry run's, the page that asked with ferry.ask), unless a run of
+// this conversation brought that tab to the front: then the person's message is
+// not about it for being there.
 func (c *Conv) Bind(ctx context.Context, origin string) {
 	if origin == "" {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.st.Designated[origin] {
-		c.st.Designated[origin] = true
-		c.save(ctx)
+	if c.st.Designated[origin] || c.st.Activated[origin] {
+		return
 	}
+	c.st.Designated[origin] = true
+	c.save(ctx)
 }
 
 // PageRequest records a request a page made with ferry.ask: the page's words, not
@@ -146,159 +145,137 @@ func (c *Conv) Page(ctx context.Context, url string, context any) {
 }
 
 // Check is the rule for one call (tools.Gate).
-func (c *Conv) Check(ctx context.Context, call *tools.Call, t tools.Listing) (tools.FlowVerdict, error) {
+func (c *Conv) Check(ctx context.Context, call *tools.Call, t tools.Listing, e tools.Effect) (tools.FlowVerdict, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, err := c.effect(ctx, call, t)
-	if err != nil {
-		return tools.FlowVerdict{}, err
+	if f := c.st.pageScope(call.Scope, e); f != nil {
+		return tools.FlowVerdict{}, f
 	}
-	if e.Tab != "" {
-		c.pending[call.ID] = e.Tab
-	}
-	return c.st.verdict(e, t.ModelName), nil
+	return c.st.verdict(e, t.ModelName, starter(call.Scope)), nil
 }
 
-// tabTools read or change the page of a tab, and their results carry that page's
-// content (activate_tab and browser_scroll answer only ids and positions).
-var tabTools = map[string]bool{
-	"get_tab_content": true, "browser_snapshot": true, "browser_console": true, "browser_network": true,
-	"browser_info": true, "browser_screenshot": true,
-	"browser_type": true, "browser_select": true, "browser_click": true, "execute_script": true, "browser_dialog": true,
-	"open_tab": true, "browser_navigate": true,
+// starter is the origin that started the run, when a page did (ferry.ask): its own
+// data may go back to it.
+func starter(s *tools.Scope) string {
+	if s != nil && s.Principal == tools.PrincipalPage {
+		return s.Origin
+	}
+	return ""
+}
+
+// Taint is what the context holds now, as a value written from it keeps it
+// (tools.Gate).
+func (c *Conv) Taint() tools.Taint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Never the person's: a model wrote it, so the URLs in it are not content seen.
+	t := tools.Taint{Untrusted: c.st.untrusted()}
+	for s, l := range c.st.Sources {
+		if l.Private {
+			t.Private = append(t.Private, s)
+		}
+	}
+	sort.Strings(t.Private)
+	return t
 }
 
 // Observe labels what a call put into the context (tools.Gate), and keeps the run's
 // write set: files it created, tabs it opened.
-func (c *Conv) Observe(ctx context.Context, call *tools.Call, t *tools.Listing, res *tools.Result) {
+func (c *Conv) Observe(ctx context.Context, call *tools.Call, t tools.Listing, p tools.Provenance, res *tools.Result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tabOrigin := c.pending[call.ID]
-	delete(c.pending, call.ID)
-	if t == nil {
-		return
-	}
-	a := decode(call.Arguments)
-	var result map[string]any
-	if res.Success {
-		if b, err := json.Marshal(res.Result); err == nil {
-			result = decode(b)
-		}
-	}
-	str := func(k string) string { s, _ := result[k].(string); return s }
 	changed := false
 	var sources []string
-	add := func(src string, l Label) {
+	for _, r := range p.Reads {
+		if r.Context {
+			for s, l := range c.st.Sources {
+				if l.Untrusted {
+					sources = append(sources, s)
+				}
+			}
+			continue
+		}
+		src := r.Source
+		if r.URL != "" {
+			src = orUnknown(OriginOf(r.URL))
+		}
+		l := Label{Private: r.Private, Untrusted: r.Untrusted}
+		if r.Carried != nil {
+			// What a stored value's writer held comes back with it.
+			l.Untrusted = l.Untrusted || r.Carried.Untrusted
+			for _, s := range r.Carried.Private {
+				changed = c.st.label(s, Label{Private: true, Untrusted: r.Carried.Untrusted}) || changed
+			}
+		}
 		changed = c.st.label(src, l) || changed
 		if l.Untrusted {
 			sources = append(sources, src)
 		}
-	}
-	base := ""
-	name := t.Name
-	switch {
-	case t.Source == tools.SourcePage:
-		// Whatever the page answers, its reason too, is the page's text.
-		add(t.Origin, Label{Private: true, Untrusted: true})
-	case tabTools[name]:
-		if name == "execute_script" && a.str("target") != "page" {
-			break // a sandbox computes on what the model gave it
+		base := r.Base
+		if base == "" {
+			base = r.URL
 		}
-		if !res.Success && name != "execute_script" {
-			break
-		}
-		u := str("url")
-		origin := OriginOf(u)
-		if origin == "" {
-			origin = tabOrigin
-		}
-		if origin == "" && c.t.deps.Browser != nil {
-			if tu, err := c.t.deps.Browser.TabURL(ctx, tabOf(a, call)); err == nil {
-				origin = OriginOf(tu)
-			}
-		}
-		add(orUnknown(origin), Label{Private: true, Untrusted: true})
-		base = u
-		if name == "open_tab" && res.Success {
-			if _, navigated := a.num("tab_id"); !navigated {
-				if id, ok := args(result).num("tab_id"); ok {
-					bounded(c.st.Tabs, id)
-					changed = true
-				}
-			}
-		}
-	case name == "list_tabs" && res.Success:
-		add(SourceOtherTabs, Label{Private: true, Untrusted: true})
-	case name == "web_fetch" && res.Success:
-		u := str("final_url")
-		if u == "" {
-			u = str("url")
-		}
-		add(orUnknown(OriginOf(u)), Label{Private: privateHost(u), Untrusted: true})
-		base = u
-	case name == "web_search" && res.Success:
-		add(SourceSearch, Label{Untrusted: true})
-	case (name == "opfs_read" || name == "opfs_list") && res.Success:
-		add(SourceWorkspace, Label{Private: true, Untrusted: true})
-	case name == "ask_user" && res.Success:
-		add(SourceAnswers, Label{Private: true})
-		for _, s := range leaves(result["answer"], nil) {
-			c.st.say(s)
-		}
-		changed = true
-	case name == "opfs_write" && res.Success:
-		if created, _ := result["created"].(bool); created {
-			if p, err := storage.CleanPath(str("path")); err == nil {
-				bounded(c.st.Created, p)
-				changed = true
-			}
-		}
-	case name == "opfs_delete" && res.Success:
-		for _, p := range leaves(result["removed"], nil) {
-			delete(c.st.Created, p)
-		}
-		changed = true
-	case name == "close_tab" && res.Success:
-		if id, ok := a.num("tab_id"); ok {
-			delete(c.st.Tabs, id)
-			changed = true
-		}
-	case name == "agent":
-		// The sub-agent's answer carries what its context held: this state's.
-		for s, l := range c.st.Sources {
-			if l.Untrusted {
-				sources = append(sources, s)
-			}
-		}
-		sort.Strings(sources)
-	default:
-		if _, known := Builtins[name]; !known && res.Success {
-			// A capability or a builtin the table does not know: its answer is
-			// taken for content of its own, private and untrusted.
-			add("tool "+name, Label{Private: true, Untrusted: true})
-		}
-	}
-	if len(sources) > 0 {
-		text := res.Reason
-		if res.Success {
-			text = string(mustJSON(res.Result))
-		}
-		for _, u := range urlsIn(text, base) {
+		for _, u := range urlsIn(r.Content, base) {
 			changed = c.st.see(u) || changed
 		}
+		for _, s := range r.Said {
+			c.st.say(s)
+			changed = true
+		}
+		for _, s := range r.Picked {
+			changed = c.st.pick(s) || changed
+		}
 	}
-	res.Sources = sources
+	for _, a := range p.Creates {
+		changed = c.st.made(a, true) || changed
+	}
+	for _, a := range p.Removes {
+		changed = c.st.made(a, false) || changed
+	}
+	if o := OriginOf(p.Activated); o != "" && !c.st.Designated[o] && !c.st.Activated[o] {
+		bounded(c.st.Activated, o)
+		changed = true
+	}
+	sort.Strings(sources)
+	res.Sources = dedupe(sources)
 	if changed {
 		c.save(ctx)
 	}
 }
 
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil
+func dedupe(s []string) []string {
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
 	}
-	return b
+	return out
+}
+
+// made adds an artefact to the conversation's write set, or takes it out.
+func (st *State) made(a tools.Artefact, add bool) bool {
+	switch a.Kind {
+	case tools.ArtefactFile:
+		if add {
+			bounded(st.Created, a.ID)
+		} else {
+			delete(st.Created, a.ID)
+		}
+		return true
+	case tools.ArtefactTab:
+		id, err := strconv.Atoi(a.ID)
+		if err != nil {
+			return false
+		}
+		if add {
+			bounded(st.Tabs, id)
+		} else {
+			delete(st.Tabs, id)
+		}
+		return true
+	}
+	return false
 }
 
 // save writes the state (the caller holds c.mu). A failure is logged: the state in

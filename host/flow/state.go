@@ -4,27 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/ferryhq/ferry/host/origins"
+	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/storage"
-)
-
-// Sources that are not an origin, as the card names them.
-const (
-	SourceWorkspace = "workspace"
-	SourceOtherTabs = "other tabs"
-	SourceAnswers   = "your answers"
-	SourceSearch    = "search results"
-	// DestSearch is where web_search queries go: the engine the person set
-	// (search.engine).
-	DestSearch = "web search"
-	// SourceLocalFiles is the origin of file:// pages.
-	SourceLocalFiles = "file://"
 )
 
 // Bounds on what one conversation's state keeps, so that it stays small enough to
@@ -67,11 +54,17 @@ type State struct {
 	Created map[string]bool `json:"created,omitempty"`
 	Named   map[string]bool `json:"named,omitempty"`
 	Tabs    map[int]bool    `json:"tabs,omitempty"`
+	// Picked are values the person chose among options someone else wrote: each may
+	// go anywhere as a whole, and no part of it is the person's words.
+	Picked map[string]bool `json:"picked,omitempty"`
+	// Activated are origins of tabs a run brought to the front: the person's next
+	// message does not designate them for being there.
+	Activated map[string]bool `json:"activated,omitempty"`
 }
 
 func newState() *State {
 	return &State{Designated: map[string]bool{}, Sources: map[string]Label{}, Seen: map[string]bool{},
-		Created: map[string]bool{}, Named: map[string]bool{}, Tabs: map[int]bool{}}
+		Created: map[string]bool{}, Named: map[string]bool{}, Tabs: map[int]bool{}, Picked: map[string]bool{}, Activated: map[string]bool{}}
 }
 
 func decodeState(b []byte) *State {
@@ -96,6 +89,12 @@ func decodeState(b []byte) *State {
 	}
 	if st.Tabs == nil {
 		st.Tabs = map[int]bool{}
+	}
+	if st.Picked == nil {
+		st.Picked = map[string]bool{}
+	}
+	if st.Activated == nil {
+		st.Activated = map[string]bool{}
 	}
 	return st
 }
@@ -178,6 +177,17 @@ func (st *State) say(text string) {
 	}
 }
 
+// pick keeps a value the person chose among options.
+func (st *State) pick(v string) bool {
+	if v == "" || st.Picked[v] {
+		return false
+	}
+	bounded(st.Picked, v)
+	return true
+}
+
+func (st *State) picked(v string) bool { return st.Picked[v] }
+
 // said reports whether text occurs verbatim in the person's own words.
 func (st *State) said(text string) bool {
 	if text == "" {
@@ -217,8 +227,9 @@ func bounded[K comparable](m map[K]bool, k K) {
 	m[k] = true
 }
 
-// OriginOf is the origin a URL loads from: scheme://host[:port] for http(s),
-// "file://" for local files, "" for anything else (about:, data:, a bad URL).
+// OriginOf is the origin a URL loads from: scheme://host[:port] for http(s) (hosts
+// in the address bar's punycode), "file://" for files on this machine, file://HOST
+// for a file share on another, "" for anything else (about:, data:, a bad URL).
 func OriginOf(raw string) string {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
@@ -226,6 +237,10 @@ func OriginOf(raw string) string {
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "file":
+		if h := strings.ToLower(u.Hostname()); h != "" && h != "localhost" {
+			// A UNC path (file://server/share): Windows opens it over the network.
+			return "file://" + h
+		}
 		return SourceLocalFiles
 	case "http", "https":
 		if u.Hostname() == "" {
@@ -241,8 +256,8 @@ func OriginOf(raw string) string {
 }
 
 // destination is where a URL would send what it carries: its origin, "" for what
-// stays on this machine or carries nothing (file:, about:), and for anything else
-// an unknown destination, which the rule treats as undesignated.
+// stays on this machine or carries nothing (a local file, about:), and for anything
+// else an unknown destination, which the rule treats as undesignated.
 func destination(raw string) string {
 	if o := OriginOf(raw); o != "" {
 		if o == SourceLocalFiles {
@@ -253,27 +268,7 @@ func destination(raw string) string {
 	if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && strings.EqualFold(u.Scheme, "about") {
 		return ""
 	}
-	return "an unknown destination"
-}
-
-// privateHost reports whether a URL's host is on this machine or a private network
-// (what web_fetch reaches only when fetch.allow_private_hosts names it): what it
-// answers is the person's, not public.
-func privateHost(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return true
-	}
-	h := strings.ToLower(u.Hostname())
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") || strings.HasSuffix(h, ".local") || strings.HasSuffix(h, ".internal") || !strings.Contains(h, ".") {
-		return true
-	}
-	a, err := netip.ParseAddr(h)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.Is4() && a.As4()[0] == 100 && a.As4()[1]&0xc0 == 64
+	return tools.DestUnknown
 }
 
 var (
@@ -337,12 +332,13 @@ func (st *State) designate(text string) {
 	}
 }
 
-// sortedPrivate lists the private sources other than dest that the context holds,
-// leaving out what dest may receive anyway.
-func (st *State) privateFor(dest string) []string {
+// privateFor lists the private sources the context holds that a send to dest could
+// carry: every one, dest's own too, unless dest started the run (its own data goes
+// back to it freely).
+func (st *State) privateFor(dest, starter string) []string {
 	var out []string
 	for s, l := range st.Sources {
-		if !l.Private || s == dest {
+		if !l.Private || (s == dest && dest == starter) {
 			continue
 		}
 		// The search engine the person chose may hear of the pages they named.

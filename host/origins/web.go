@@ -37,7 +37,7 @@ func Of(raw string) (string, bool) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return "", false
 	}
-	host := strings.ToLower(u.Hostname())
+	host := asciiHost(strings.ToLower(u.Hostname()))
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}

@@ -323,11 +323,30 @@ func (m *Manager) tool(f *frame, d Decl) (tools.Tool, error) {
 	if d.HasExpect && d.ExpectDesc != "" && desc != "" {
 		desc += " (verified: " + d.ExpectDesc + ")"
 	}
+	origin := f.origin
+	class := tools.ClassRead
+	if kind == tools.KindWrite {
+		class = tools.ClassPageWrite
+	}
 	return tools.Tool{
 		Name: d.ID, Title: d.Title, Description: desc, Schema: schema, Source: tools.SourcePage, Kind: kind,
 		Confirm: d.Confirm, Dangerous: d.Dangerous, Permissions: d.Permissions,
 		Timeout: handler + expect + 5*time.Second,
-		Origin:  f.origin, TabID: tab, FrameID: fr,
+		Origin:  origin, TabID: tab, FrameID: fr,
+		// Every argument goes to the page, which a write changes; whatever the page
+		// answers, its refusals too, is the page's text.
+		Class: class,
+		Effects: func(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+			e := tools.Effect{Sends: []tools.Send{{To: origin, Carries: tools.ArgumentValues(call.Arguments)}}, Tab: tab, TabURL: origin}
+			if kind == tools.KindWrite {
+				e.Changes = []string{origin}
+			}
+			return e, nil
+		},
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			b, _ := json.Marshal(res)
+			return tools.Provenance{Reads: []tools.Read{{URL: origin, Private: true, Untrusted: true, Content: string(b)}}}
+		},
 		Available: func(ctx context.Context, call *tools.Call) (bool, string) {
 			return m.available(tab, fr, id, call)
 		},

@@ -95,6 +95,25 @@ func Tools(deps Deps) []tools.Tool {
 		Parameters:  json.RawMessage(toolSchema),
 		Source:      tools.SourceBuiltin,
 		Kind:        tools.KindRead,
+		// The query goes to the engine the person chose; the results are anyone's
+		// words, public.
+		Class: tools.ClassWayOut,
+		Effects: func(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+			var a struct {
+				Query string `json:"query"`
+			}
+			if err := call.Decode(&a); err != nil {
+				return tools.Effect{}, err
+			}
+			return tools.Effect{Sends: []tools.Send{{To: tools.DestSearch, Carries: []string{a.Query}}}}, nil
+		},
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			if !res.Success {
+				return tools.Provenance{}
+			}
+			b, _ := json.Marshal(res.Result)
+			return tools.Provenance{Reads: []tools.Read{{Source: tools.SourceSearch, Untrusted: true, Content: string(b)}}}
+		},
 		// The engine's own request may take the client's whole 30 s; Baidu's redirect
 		// links are resolved after it, hence the margin.
 		Timeout: 45 * time.Second,

@@ -72,7 +72,10 @@ func Tools(deps Deps) []tools.Tool {
   "additionalProperties": false
 }`),
 		Source: tools.SourceBuiltin,
-		Kind:   tools.KindWrite,
+		// The list lives in the host; its text is the model's own, which no page and
+		// no person reads from there.
+		Class: tools.ClassLocal, Effects: local, Provenance: nothing,
+		Kind: tools.KindWrite,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				Subject     string `json:"subject"`
@@ -104,7 +107,10 @@ func Tools(deps Deps) []tools.Tool {
   "additionalProperties": false
 }`),
 		Source: tools.SourceBuiltin,
-		Kind:   tools.KindWrite,
+		// The list lives in the host; its text is the model's own, which no page and
+		// no person reads from there.
+		Class: tools.ClassLocal, Effects: local, Provenance: nothing,
+		Kind: tools.KindWrite,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				TaskID      json.RawMessage `json:"task_id"`
@@ -135,7 +141,8 @@ func Tools(deps Deps) []tools.Tool {
 		Description: "List the conversation's tasks, oldest first, and a summary.",
 		Parameters:  json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`),
 		Source:      tools.SourceBuiltin,
-		Kind:        tools.KindRead,
+		Class:       tools.ClassLocal, Effects: local, Provenance: nothing,
+		Kind: tools.KindRead,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			ts, err := deps.Store.ListTasks(ctx, conversation(call))
 			if err != nil {
@@ -214,3 +221,9 @@ func failure(err error) error {
 	}
 	return err
 }
+
+// local: a task call reaches nothing outside the host.
+func local(context.Context, *tools.Call) (tools.Effect, error) { return tools.Effect{}, nil }
+
+// nothing: a task's text is the model's own words, no content seen.
+func nothing(*tools.Call, tools.Effect, *tools.Result) tools.Provenance { return tools.Provenance{} }

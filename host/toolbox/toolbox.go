@@ -91,7 +91,7 @@ func Open(db *storage.DB, log zerolog.Logger, ext Extension) (*Toolbox, error) {
 	}
 	pages := pageactions.New(reg, browser.ConnBrowser(conn), log)
 	// Each conversation's data-flow state, looked up in the browser and the workspace.
-	flows := flow.New(flow.Deps{Browser: browser.TabLookup(browser.ConnBrowser(conn)), Workspace: db, Store: db, Log: log})
+	flows := flow.New(flow.Deps{Browser: browser.TabLookup(browser.ConnBrowser(conn)), Store: db, Log: log})
 	// The manager registers the agent tool (sub-agents) into the registry itself.
 	mgr, err := agent.NewManager(agent.Options{
 		DB: db, Settings: settings, Registry: reg, Log: log,

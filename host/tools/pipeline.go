@@ -83,6 +83,8 @@ type callState struct {
 	canonical []byte // their canonical JSON, once they validated
 	dangerous bool
 	ran       bool // Run was started
+	// effect is what the tool said the call would do, for its gate.
+	effect Effect
 	// lasting and grant: the lasting answer the card offers, and what it does
 	// (Assessment.Lasting, Assessment.Grant).
 	lasting *Lasting
@@ -192,7 +194,12 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	}
 	var flow *Flow
 	if g := call.Scope.gate(); g != nil {
-		v, f := r.checkGate(ctx, g, e, call)
+		eff, f := r.effects(ctx, e, call)
+		if f != nil {
+			return Result{Code: f.Code, Reason: f.Reason}
+		}
+		st.effect = eff
+		v, f := r.checkGate(ctx, g, e, call, eff)
 		if f != nil {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
@@ -228,6 +235,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	if timeout <= 0 {
 		timeout = p.RunTimeout
 	}
+	call.Taint = taintOf(call)
 	st.ran = true
 	return r.run(ctx, e, call, timeout)
 }
@@ -434,9 +442,7 @@ func (r *Registry) assess(ctx context.Context, e *entry, call *Call) (a Assessme
 
 type runOutcome struct {
 	result any
-	exp    Expectation
 	err    error
-	expErr error
 	panic  any
 	stack  []byte
 }
@@ -456,9 +462,6 @@ func (r *Registry) run(ctx context.Context, e *entry, call *Call, timeout time.D
 			done <- out
 		}()
 		out.result, out.err = e.tool.Run(rctx, call)
-		if out.err == nil && e.tool.Expect != nil {
-			out.exp, out.expErr = e.tool.Expect(rctx, call, out.result)
-		}
 	}()
 	var out runOutcome
 	select {
@@ -479,16 +482,11 @@ func (r *Registry) run(ctx context.Context, e *entry, call *Call, timeout time.D
 			return r.runTimeout(ctx, e, timeout)
 		}
 		return fail(CodeHandlerError, "%s failed: %v", e.name, out.err)
-	case out.expErr != nil:
-		if errors.Is(out.expErr, context.DeadlineExceeded) && rctx.Err() != nil {
-			return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed within %s; the page may have changed: check before retrying", e.name, timeout)
-		}
-		return fail(CodeExpectationFailed, "%s ran, but its expected result was not observed: %v; the page may have changed: check before retrying", e.name, out.expErr)
 	}
 	if o, ok := out.result.(Outcome); ok {
 		return Result{Success: true, Result: o.Result, Expect: o.Expect, Changed: o.Changed}
 	}
-	return Result{Success: true, Result: out.result, Expect: out.exp.Expect, Changed: out.exp.Changed}
+	return Result{Success: true, Result: out.result}
 }
 
 func (r *Registry) runTimeout(ctx context.Context, e *entry, timeout time.Duration) Result {

@@ -151,13 +151,9 @@ func TestEveryCode(t *testing.T) {
 	writer := echo("writer")
 	writer.Kind = KindWrite
 	writer.Permissions = []string{PermWriteStore}
-	expectOK := echo("expect_ok")
-	expectOK.Expect = func(ctx context.Context, c *Call, r any) (Expectation, error) {
-		return Expectation{Expect: "row t4 is shown", Changed: map[string]any{"added": []string{"t4"}}}, nil
-	}
 	expectBad := echo("expect_bad")
-	expectBad.Expect = func(ctx context.Context, c *Call, r any) (Expectation, error) {
-		return Expectation{}, errors.New("row t4 never appeared")
+	expectBad.Run = func(ctx context.Context, c *Call) (any, error) {
+		return nil, Failf(CodeExpectationFailed, "expect_bad ran, but its expected result was not observed: row t4 never appeared")
 	}
 	args := json.RawMessage(`{"text":"hi"}`)
 
@@ -234,7 +230,6 @@ func TestEveryCode(t *testing.T) {
 		{name: "handler chooses code", tool: ssrf, call: Call{Tool: "ssrf", Arguments: args}, code: CodePermissionDenied, want: "loopback", ran: true},
 		{name: "timeout", tool: slow, call: Call{Tool: "slow", Arguments: args}, code: CodeTimeout, want: "did not finish within 50ms", ran: true},
 		{name: "timeout ignoring ctx", tool: stubborn, call: Call{Tool: "stubborn", Arguments: args}, code: CodeTimeout, want: "did not finish", ran: true},
-		{name: "expectation met", tool: expectOK, call: Call{Tool: "expect_ok", Arguments: args}, want: "hi", ran: true},
 		{name: "expectation failed", tool: expectBad, call: Call{Tool: "expect_bad", Arguments: args}, code: CodeExpectationFailed, want: "row t4 never appeared", ran: true},
 	}
 	for _, c := range cases {
@@ -288,8 +283,8 @@ func TestExpectationInResult(t *testing.T) {
 	e := newEnv(t)
 	e.t = t
 	tool := echo("add_task")
-	tool.Expect = func(ctx context.Context, c *Call, r any) (Expectation, error) {
-		return Expectation{Expect: "new row shown", Changed: map[string]any{"added": []string{"t4"}}}, nil
+	tool.Run = func(ctx context.Context, c *Call) (any, error) {
+		return Outcome{Result: map[string]any{"text": "x"}, Expect: "new row shown", Changed: map[string]any{"added": []string{"t4"}}}, nil
 	}
 	must(t, e.reg.Register(tool))
 	res := e.reg.Call(context.Background(), &Call{Tool: "add_task", Arguments: json.RawMessage(`{"text":"x"}`)})
@@ -507,18 +502,18 @@ func spent(limit int) *Budget {
 // askingGate wants the person to approve every call, with a flow.
 type askingGate struct{ fail bool }
 
-func (g askingGate) Check(ctx context.Context, call *Call, t Listing) (FlowVerdict, error) {
+func (g askingGate) Check(ctx context.Context, call *Call, t Listing, e Effect) (FlowVerdict, error) {
 	if g.fail {
 		return FlowVerdict{}, errors.New("lookup failed")
 	}
 	return FlowVerdict{Confirm: true, Reason: "would send data", Flow: &Flow{Sources: []string{"workspace"}, Destination: "https://b.example"}}, nil
 }
 
-func (askingGate) Observe(ctx context.Context, call *Call, t *Listing, res *Result) {
-	if t != nil {
-		res.Sources = []string{"seen"}
-	}
+func (askingGate) Observe(ctx context.Context, call *Call, t Listing, p Provenance, res *Result) {
+	res.Sources = []string{"seen"}
 }
+
+func (askingGate) Taint() Taint { return Taint{Untrusted: true} }
 
 // TestFlowConfirmationCarriesRequesterAndFlow: the card the person sees says who
 // asks (the model of which run, started by whom) and what would go where; a page

@@ -349,6 +349,8 @@ type Listing struct {
 	App         string          `json:"app,omitempty"`
 	TabID       int             `json:"tab_id,omitempty"`
 	FrameID     int             `json:"frame_id,omitempty"`
+	// Class is the tool's place in the data-flow rule, as it declared it.
+	Class Class `json:"-"`
 }
 
 // Unavailable is a tool whose precondition fails now, with the reason.
@@ -373,7 +375,7 @@ func (e *entry) listing() Listing {
 		Name: e.name, ModelName: e.modelName, Title: t.Title, Description: t.Description, Parameters: e.schema.JSON,
 		Source: t.Source, Kind: t.Kind, Dialect: e.schema.Dialect, Tokens: e.tokens,
 		Confirm: t.Confirm || t.Assess != nil, Dangerous: t.Dangerous, Permissions: t.Permissions,
-		Origin: t.Origin, App: t.App, TabID: t.TabID, FrameID: t.FrameID,
+		Origin: t.Origin, App: t.App, TabID: t.TabID, FrameID: t.FrameID, Class: t.Class,
 	}
 }
 

@@ -41,6 +41,9 @@ type Scope struct {
 	// PageTab, when not 0, limits the chain to the page actions of that tab declared
 	// by Origin: what a page may run with ferry.execute.
 	PageTab int
+	// OwnTab is the tab of the page whose ferry.ask started the chain's run: the run
+	// reads that tab and the tabs it opened, no other (the run's gate holds it).
+	OwnTab int
 	// Admit, when set, is the entry point's own rule for this caller (a page's
 	// frame and its origin's rate): the pipeline runs it first, and audits a refusal.
 	Admit func(ctx context.Context) *Failure
@@ -293,15 +296,18 @@ func (r *Registry) OfferedUnavailable(ctx context.Context, s *Scope, tab int, us
 }
 
 // Gate is a run's data-flow policy (host/flow implements it). The confirm step asks
-// it whether a call needs the person's approval, and every outcome of a call made
-// under it is reported, so that it knows what entered the run's context.
+// it whether a call needs the person's approval, and every call made under it that
+// ran is reported, so that it knows what entered the run's context. It sees what
+// the tool declared (Effect, Provenance), never the tool's name alone.
 type Gate interface {
 	// Check judges a call about to be confirmed and run. An error is the call's
 	// result (a *Failure chooses the code) and nothing runs.
-	Check(ctx context.Context, call *Call, tool Listing) (FlowVerdict, error)
-	// Observe hears how a call ended (res may be a refusal; tool is nil when no tool
-	// had the name). It may fill res.Sources.
-	Observe(ctx context.Context, call *Call, tool *Listing, res *Result)
+	Check(ctx context.Context, call *Call, tool Listing, eff Effect) (FlowVerdict, error)
+	// Observe hears what a call that ran brought into the context. It may fill
+	// res.Sources.
+	Observe(ctx context.Context, call *Call, tool Listing, p Provenance, res *Result)
+	// Taint is what the context holds now, as a value written from it keeps it.
+	Taint() Taint
 }
 
 // FlowVerdict is what a Gate decides for one call.
@@ -311,15 +317,37 @@ type FlowVerdict struct {
 	Flow    *Flow  // what would go where, when data would flow
 }
 
+// effects is what the tool says the call would do (DefaultEffects when it says
+// nothing). A panic is an effect nobody can name, which asks rather than failing open.
+func (r *Registry) effects(ctx context.Context, e *entry, call *Call) (eff Effect, f *Failure) {
+	if e.tool.Effects == nil {
+		return DefaultEffects(&e.tool, call.Arguments), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", e.name).Interface("panic", p).Msg("a tool's Effects panicked")
+			eff, f = Effect{Changes: []string{"what " + e.name + " changes"}, Sends: []Send{{To: DestUnknown}}}, nil
+		}
+	}()
+	eff, err := e.tool.Effects(ctx, call)
+	if err != nil {
+		if f, ok := AsFailure(err); ok {
+			return Effect{}, f
+		}
+		return Effect{}, Failf(CodeHandlerError, "%s: %v", e.name, err)
+	}
+	return eff, nil
+}
+
 // checkGate runs Gate.Check; a panic asks the person rather than failing open.
-func (r *Registry) checkGate(ctx context.Context, g Gate, e *entry, call *Call) (v FlowVerdict, f *Failure) {
+func (r *Registry) checkGate(ctx context.Context, g Gate, e *entry, call *Call, eff Effect) (v FlowVerdict, f *Failure) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error().Str("tool", e.name).Interface("panic", p).Msg("the data-flow check panicked")
 			v, f = FlowVerdict{Confirm: true, Reason: fmt.Sprintf("Ferry could not check where this call's data goes (%v)", p)}, nil
 		}
 	}()
-	v, err := g.Check(ctx, call, e.listing())
+	v, err := g.Check(ctx, call, e.listing(), eff)
 	if err != nil {
 		if !errors.As(err, &f) {
 			f = Failf(CodeHandlerError, "the data-flow check of %s failed: %v", e.name, err)
@@ -328,9 +356,11 @@ func (r *Registry) checkGate(ctx context.Context, g Gate, e *entry, call *Call) 
 	return v, f
 }
 
+// observe tells the gate what a call that ran brought (the tool's Provenance, or
+// DefaultProvenance).
 func (r *Registry) observe(ctx context.Context, st *callState, res *Result) {
 	g := st.call.Scope.gate()
-	if g == nil {
+	if g == nil || st.e == nil || !st.ran {
 		return
 	}
 	defer func() {
@@ -338,10 +368,11 @@ func (r *Registry) observe(ctx context.Context, st *callState, res *Result) {
 			r.log.Error().Str("tool", st.call.Tool).Interface("panic", p).Msg("observing a call's result panicked")
 		}
 	}()
-	var l *Listing
-	if st.e != nil {
-		x := st.e.listing()
-		l = &x
+	var p Provenance
+	if st.e.tool.Provenance != nil {
+		p = st.e.tool.Provenance(st.call, st.effect, res)
+	} else {
+		p = DefaultProvenance(&st.e.tool, res)
 	}
-	g.Observe(ctx, st.call, l, res)
+	g.Observe(ctx, st.call, st.e.listing(), p, res)
 }

@@ -74,11 +74,15 @@ type Tool struct {
 	// that knows more than its result (a page action: the declared expectation and
 	// what changed) returns an Outcome, and the pipeline puts each part in its place.
 	Run func(ctx context.Context, call *Call) (any, error)
-	// Expect, when set, checks after a successful Run that the declared result is
-	// observable (a page action's expect). An error is EXPECTATION_FAILED with its
-	// message: the handler ran, the result was not seen. It runs within the same
-	// timeout as Run.
-	Expect func(ctx context.Context, call *Call, result any) (Expectation, error)
+	// Effects, when set, says what one call would do as the data-flow rule sees it
+	// (what it sends where, which pages it changes, what it destroys, which tab it
+	// acts on), from its arguments and whatever the tool looks up; Provenance, what
+	// its result brought into the context (eff is what Effects said). A tool that
+	// declares neither gets DefaultEffects and DefaultProvenance. Class is how the
+	// README's table names the tool's place in the rule (ClassRead, …).
+	Effects    func(ctx context.Context, call *Call) (Effect, error)
+	Provenance func(call *Call, eff Effect, res *Result) Provenance
+	Class      Class
 	// AuditShape names the top-level arguments and result fields that are bulk
 	// data (a file's body): the audit log and the log file keep their size and
 	// SHA-256, never their text. Secret, when set, names the arguments of one call
@@ -166,12 +170,6 @@ type Outcome struct {
 	Changed any
 }
 
-// Expectation is the evidence a successful Expect returns; both land in the Result.
-type Expectation struct {
-	Expect  any // what was checked and observed (the declared expect's description, say)
-	Changed any // what changed between before and after, when the caller can tell
-}
-
 // Permission flags a tool may declare in Permissions (readStore, writeStore,
 // emitEvents, each also a global setting tools.<flag>). Reads and
 // events need only the global flag; writes need the global flag and the tool's
@@ -209,6 +207,9 @@ type Call struct {
 	// Granted is filled by the pipeline: the permission flags the handler may use
 	// (global flag on, and for writeStore the tool's opt-in too).
 	Granted []string
+	// Taint is filled by the pipeline just before Run: the provenance of what the
+	// call writes (a workspace file keeps it with its content).
+	Taint Taint
 	// Document is filled by the pipeline when the call was judged for one document
 	// (Assessment.Document, or Tool.Locate before a confirmation): the handler must
 	// act on that document only.

@@ -146,6 +146,38 @@ type AskAnswer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// answered: the answer is the person's private data. A choice among options the
+// model wrote is the person's only as that exact value; typed text is the person's
+// words only when nothing untrusted was in the context that asked (else whoever
+// wrote that content may have solicited it: a password, a code).
+func answered(call *Call, e Effect, res *Result) Provenance {
+	if !res.Success {
+		return Provenance{}
+	}
+	var p struct {
+		Options []string `json:"options"`
+	}
+	_ = call.Decode(&p)
+	option := map[string]bool{}
+	for _, o := range p.Options {
+		option[o] = true
+	}
+	r := Read{Source: SourceAnswers, Private: true}
+	var values []string
+	if a, ok := res.Result.(AskAnswer); ok {
+		values = leaves(a.Answer, nil)
+	}
+	for _, v := range values {
+		switch {
+		case option[v]:
+			r.Picked = append(r.Picked, v)
+		case !call.Taint.Untrusted:
+			r.Said = append(r.Said, v)
+		}
+	}
+	return Provenance{Reads: []Read{r}}
+}
+
 // askUserParams is ask_user's: a question, optional choices, and whether several may
 // be picked. multiple without options makes no sense: the description says so and
 // the tool's Check refuses it (a dependentRequired keyword would say it too, but not
@@ -177,7 +209,10 @@ func AskUser(r *Registry) Tool {
 		Kind:        KindRead,
 		// The person has up to the ask timeout (at most an hour, by the setting's
 		// range); the pipeline's run timeout must not cut them off first.
-		Timeout: time.Hour + time.Minute,
+		Timeout:    time.Hour + time.Minute,
+		Class:      ClassAsk,
+		Effects:    func(context.Context, *Call) (Effect, error) { return Effect{}, nil },
+		Provenance: answered,
 		Check: func(call *Call) error {
 			var p struct {
 				Options  []string `json:"options"`

@@ -34,6 +34,7 @@ import (
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/markdown"
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -117,6 +118,9 @@ type Result struct {
 	Byline      string `json:"byline,omitempty"`
 	Published   string `json:"published,omitempty"`
 	Summarized  bool   `json:"summarized,omitempty"`
+	// page is what the server sent, as converted: a summary is a model's words, so
+	// only the page's own text counts as content seen.
+	page string
 }
 
 // Tools returns the web tools the host offers.
@@ -138,6 +142,29 @@ func Tools(deps Deps) []tools.Tool {
 		Source:  tools.SourceBuiltin,
 		Kind:    tools.KindRead,
 		Timeout: toolTimeout,
+		Class:   tools.ClassWayOut,
+		// The URL is the destination, and so is every redirect's next hop (the rule
+		// is asked again at each, in client).
+		Effects: func(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+			var a struct {
+				URL string `json:"url"`
+			}
+			if err := call.Decode(&a); err != nil {
+				return tools.Effect{}, err
+			}
+			return tools.Effect{Sends: []tools.Send{{URL: a.URL}}}, nil
+		},
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			r, ok := res.Result.(*Result)
+			if !res.Success || !ok {
+				return tools.Provenance{}
+			}
+			u := r.FinalURL
+			if u == "" {
+				u = r.URL
+			}
+			return tools.Provenance{Reads: []tools.Read{{URL: u, Private: origins.Private(u), Untrusted: true, Content: r.page + "\n" + r.Title, Base: u}}}
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				URL       string `json:"url"`
@@ -147,6 +174,9 @@ func Tools(deps Deps) []tools.Tool {
 			if err := call.Decode(&args); err != nil {
 				return nil, tools.Failf(tools.CodeInvalidParams, "web_fetch arguments: %v", err)
 			}
+			ctx = context.WithValue(ctx, hopKey{}, func(ctx context.Context, next string) error {
+				return tools.CheckSend(ctx, call, tools.Send{URL: next})
+			})
 			return deps.fetch(ctx, args.URL, args.Prompt, args.MaxLength)
 		},
 	}}
@@ -207,12 +237,27 @@ func (d Deps) client(al *AllowList, timeout time.Duration) *http.Client {
 			if err := checkURL(req.URL); err != nil {
 				return tools.Failf(tools.CodeHandlerError, "redirected from %s to a URL that cannot be fetched: %v", via[len(via)-1].URL.Redacted(), err)
 			}
+			// A redirect to another origin is a way out of its own: the run's rule
+			// judges it as if the model had asked for that URL.
+			if hop, ok := req.Context().Value(hopKey{}).(func(context.Context, string) error); ok && !sameOrigin(req.URL, via[len(via)-1].URL) {
+				if err := hop(req.Context(), req.URL.String()); err != nil {
+					return err
+				}
+			}
 			return nil
 		},
 	}
 }
 
 // checkURL refuses what web_fetch never fetches, whatever the address.
+// hopKey carries a fetch's check of each redirect's next hop (the run's data-flow
+// rule), set by the tool for the call it runs.
+type hopKey struct{}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host)
+}
+
 func checkURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		if u.Scheme == "" {
@@ -282,6 +327,7 @@ func (d Deps) fetch(ctx context.Context, rawURL, prompt string, maxLength *int) 
 	default:
 		res.Content = page.text
 	}
+	res.page = res.Content
 
 	if prompt != "" {
 		in, cut := markdown.TruncateRunes(res.Content, defLimit)

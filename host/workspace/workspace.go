@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -51,8 +52,9 @@ func init() {
 
 // Store is what the tools need from the database; *storage.DB implements it.
 type Store interface {
-	WriteFile(ctx context.Context, path string, content []byte, mimeType string) (storage.FileInfo, error)
+	WriteFileAs(ctx context.Context, path string, content []byte, mimeType, provenance string) (storage.FileInfo, error)
 	ReadFile(ctx context.Context, path string) (storage.File, error)
+	Stat(ctx context.Context, path string) (storage.FileInfo, error)
 	List(ctx context.Context, dir string) ([]storage.Entry, error)
 	Delete(ctx context.Context, path string) ([]storage.FileInfo, error)
 }
@@ -104,6 +106,8 @@ type ReadResult struct {
 	Bytes      *int64 `json:"bytes,omitempty"`  // how many bytes data_url holds
 	Truncated  bool   `json:"truncated,omitempty"`
 	NextOffset *int64 `json:"next_offset,omitempty"`
+	// provenance is the content's, as stored with it (readFile).
+	provenance string
 	NextColumn int    `json:"next_column,omitempty"`
 	DataURL    string `json:"data_url,omitempty"`
 	Note       string `json:"note,omitempty"`
@@ -150,6 +154,16 @@ func Tools(deps Deps) []tools.Tool {
 		// A file's body is the person's data: the audit log keeps its size and hash,
 		// so deleting the file leaves no copy of it there.
 		AuditShape: []string{"content"},
+		// Overwriting destroys what was there; the content keeps its writer's labels
+		// (call.Taint), which come back whenever it is read.
+		Class:   tools.ClassDestroy,
+		Effects: deps.overwrites,
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			if w, ok := res.Result.(WriteResult); ok && res.Success && w.Created {
+				return tools.Provenance{Creates: []tools.Artefact{{Kind: tools.ArtefactFile, ID: w.Path}}}
+			}
+			return tools.Provenance{}
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				Path    string  `json:"path"`
@@ -165,7 +179,7 @@ func Tools(deps Deps) []tools.Tool {
 			if err != nil {
 				return nil, err
 			}
-			info, err := deps.Store.WriteFile(ctx, args.Path, content, mimeType)
+			info, err := deps.Store.WriteFileAs(ctx, args.Path, content, mimeType, call.Taint.JSON())
 			if err != nil {
 				return nil, err
 			}
@@ -197,6 +211,8 @@ func Tools(deps Deps) []tools.Tool {
 		Source:     tools.SourceBuiltin,
 		Kind:       tools.KindRead,
 		AuditShape: []string{"content", "data_url"},
+		Class:      tools.ClassRead,
+		Provenance: readFile,
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args readArgs
 			if err := call.Decode(&args); err != nil {
@@ -230,6 +246,14 @@ func Tools(deps Deps) []tools.Tool {
 }`),
 		Source: tools.SourceBuiltin,
 		Kind:   tools.KindRead,
+		// Whoever wrote the files named them: the names are untrusted.
+		Class: tools.ClassRead,
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			if !res.Success {
+				return tools.Provenance{}
+			}
+			return tools.Provenance{Reads: []tools.Read{{Source: tools.SourceWorkspace, Private: true, Untrusted: true}}}
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				Path string `json:"path"`
@@ -254,8 +278,21 @@ func Tools(deps Deps) []tools.Tool {
   "required": ["path"],
   "additionalProperties": false
 }`),
-		Source: tools.SourceBuiltin,
-		Kind:   tools.KindWrite,
+		Source:  tools.SourceBuiltin,
+		Kind:    tools.KindWrite,
+		Class:   tools.ClassDestroy,
+		Effects: deps.deletes,
+		Provenance: func(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+			d, ok := res.Result.(DeleteResult)
+			if !ok || !res.Success {
+				return tools.Provenance{}
+			}
+			p := tools.Provenance{}
+			for _, r := range d.Removed {
+				p.Removes = append(p.Removes, tools.Artefact{Kind: tools.ArtefactFile, ID: r})
+			}
+			return p
+		},
 		Run: func(ctx context.Context, call *tools.Call) (any, error) {
 			var args struct {
 				Path string `json:"path"`
@@ -270,6 +307,103 @@ func Tools(deps Deps) []tools.Tool {
 			return out, nil
 		},
 	}}
+}
+
+// overwrites: opfs_write destroys the file's current content when there is one.
+func (deps Deps) overwrites(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := call.Decode(&a); err != nil {
+		return tools.Effect{}, err
+	}
+	p, err := storage.CleanPath(a.Path)
+	if err != nil {
+		return tools.Effect{}, nil // the tool refuses it itself
+	}
+	switch _, err := deps.Store.Stat(ctx, p); {
+	case err == nil:
+		return tools.Effect{Destroys: []tools.Artefact{{Kind: tools.ArtefactFile, ID: p,
+			What: fmt.Sprintf("overwrites %s in the workspace, which this conversation did not create and you did not name", p)}}}, nil
+	case !errors.Is(err, storage.ErrFileNotFound):
+		return tools.Effect{Destroys: []tools.Artefact{{Kind: tools.ArtefactFile, ID: p,
+			What: fmt.Sprintf("may overwrite %s in the workspace (%v)", p, err)}}}, nil
+	}
+	return tools.Effect{}, nil
+}
+
+// maxDeleteWalk bounds how many files a delete's effect names; a folder with more is
+// one thing the rule cannot match to the run's own files.
+const maxDeleteWalk = 200
+
+// deletes: opfs_delete destroys every file under its path.
+func (deps Deps) deletes(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if err := call.Decode(&a); err != nil {
+		return tools.Effect{}, err
+	}
+	p, err := storage.CleanPath(a.Path)
+	if err != nil {
+		return tools.Effect{}, nil
+	}
+	what := func(f string) string {
+		return fmt.Sprintf("deletes %s from the workspace, which this conversation did not create", f)
+	}
+	var e tools.Effect
+	if _, err := deps.Store.Stat(ctx, p); err == nil {
+		e.Destroys = []tools.Artefact{{Kind: tools.ArtefactFile, ID: p, What: what(p)}}
+		return e, nil
+	}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		es, err := deps.Store.List(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, x := range es {
+			child := join(dir, x.Name)
+			if x.Type == "dir" {
+				if err := walk(child); err != nil {
+					return err
+				}
+				continue
+			}
+			if len(e.Destroys) >= maxDeleteWalk {
+				return errors.New("too many files")
+			}
+			e.Destroys = append(e.Destroys, tools.Artefact{Kind: tools.ArtefactFile, ID: child, What: what(child)})
+		}
+		return nil
+	}
+	if err := walk(p); err != nil {
+		e.Destroys = append(e.Destroys, tools.Artefact{Kind: tools.ArtefactFile, ID: p + "/…", What: what(p)})
+	}
+	return e, nil
+}
+
+// readFile: a file's content brings back the labels its writer kept with it; only
+// what the person wrote themselves counts as content seen (a model's words never do).
+func readFile(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
+	if !res.Success {
+		return tools.Provenance{}
+	}
+	var taint tools.Taint
+	var text string
+	switch r := res.Result.(type) {
+	case ReadResult:
+		taint, text = tools.ParseTaint(r.provenance), r.Content
+	case *ReadResult:
+		taint, text = tools.ParseTaint(r.provenance), r.Content
+	default:
+		taint = tools.Taint{Untrusted: true}
+	}
+	read := tools.Read{Source: tools.SourceWorkspace, Private: true, Untrusted: taint.Untrusted, Carried: &taint}
+	if taint.Person {
+		read.Content = text
+	}
+	return tools.Provenance{Reads: []tools.Read{read}}
 }
 
 // timeFormat is how both the tools and the options page write a modification time.
@@ -407,7 +541,7 @@ func readBlob(f storage.File, args readArgs) (any, error) {
 	}
 	end := min(offset+limit, f.Size)
 	n := end - offset
-	out := ReadResult{Path: f.Path, Mode: "blob", MIME: f.MIME, Size: f.Size, Offset: offset, Bytes: &n,
+	out := ReadResult{Path: f.Path, Mode: "blob", MIME: f.MIME, Size: f.Size, Offset: offset, Bytes: &n, provenance: f.Provenance,
 		DataURL: dataURL(f.MIME, f.Content[offset:end]), Truncated: offset > 0 || end < f.Size}
 	if end < f.Size {
 		out.NextOffset = &end
@@ -481,7 +615,8 @@ func readText(f storage.File, args readArgs) (any, error) {
 		end, chars, shown = next, chars+n, shown+1
 	}
 	out := ReadResult{
-		Path: f.Path, Mode: "text", MIME: f.MIME, Size: f.Size,
+		provenance: f.Provenance,
+		Path:       f.Path, Mode: "text", MIME: f.MIME, Size: f.Size,
 		Content: text[start:end], TotalLines: &total, Offset: offset, Lines: &shown,
 		Truncated: start > 0 || end < len(text),
 	}

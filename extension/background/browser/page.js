@@ -292,6 +292,10 @@ export function createPageMethods(api, { timers = globalThis, dialogs = createDi
       return (await content(params, 'select', pick(params, ['ref', 'selector', 'values']))).result;
     },
 
+    async 'browser.page.form'(params = {}) {
+      return (await content(params, 'form', pick(params, ['ref', 'selector']))).result;
+    },
+
     async 'browser.page.scroll'(params = {}) {
       return (await content(params, 'scroll', pick(params, ['ref', 'selector', 'pixels', 'direction']))).result;
     },
