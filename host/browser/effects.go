@@ -128,8 +128,10 @@ func changesPage(carries func(a tabArgs) []string) func(ctx context.Context, cal
 	}
 }
 
-// formSends adds the destination of the form the element belongs to: a form that
-// posts to another origin carries what it holds there, not to the page.
+// formSends adds the destination of the form the element belongs to: what is typed
+// or chosen in a form goes wherever the form posts itself (its action, another
+// origin perhaps), not only to the page. A click on its submit control then carries
+// nothing new: every value in the form was judged for that destination as it went in.
 func (d Deps) formSends(base func(ctx context.Context, call *tools.Call, a tabArgs, e *tools.Effect) error, submits func(a tabArgs, submitter bool) bool) func(ctx context.Context, call *tools.Call, a tabArgs, e *tools.Effect) error {
 	return func(ctx context.Context, call *tools.Call, a tabArgs, e *tools.Effect) error {
 		if err := base(ctx, call, a, e); err != nil {
@@ -158,8 +160,7 @@ func (d Deps) formSends(base func(ctx context.Context, call *tools.Call, a tabAr
 			return nil
 		}
 		if f.Form && submits(a, f.Submitter) {
-			carries := append([]string(nil), e.Sends[0].Carries...)
-			e.Sends = append(e.Sends, tools.Send{To: formDestination(f.Action), Carries: append(carries, "a form's fields")})
+			e.Sends = append(e.Sends, tools.Send{To: formDestination(f.Action), Carries: e.Sends[0].Carries})
 		}
 		return nil
 	}

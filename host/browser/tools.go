@@ -58,7 +58,7 @@ func Tools(d Deps) []tools.Tool {
   "text":{"type":"string"},
   "clear":{"type":"boolean","default":true,"description":"false appends"},
   "submit":{"type":"boolean","description":"press Enter after"}`, []string{"text"}))), true),
-			tools.ClassPageWrite, d.effects(d.formSends(changesPage(carriesText), func(a tabArgs, _ bool) bool { return a.Submit })), readsPage(true)),
+			tools.ClassPageWrite, d.effects(d.formSends(changesPage(carriesText), func(tabArgs, bool) bool { return true })), readsPage(true)),
 		declare(element(d.pass("browser_select", "browser.page.select", tools.KindWrite, callTimeout, true,
 			"Choose options of a <select> by value or visible text; several only in a multiple select.",
 			elementParams(`,

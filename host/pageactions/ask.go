@@ -2,20 +2,16 @@ package pageactions
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
-	"github.com/ferryhq/ferry/protocol"
 )
 
 // Settings of the page API, per origin. Each is a comma-separated list of origins.
@@ -28,8 +24,6 @@ const (
 	MaxAskText = 2000
 	// AskPerMinute is how many ferry.ask calls one origin may make in a minute.
 	AskPerMinute = 5
-	// AskConfirmTimeout is how long the person has to answer "may this page start a run".
-	AskConfirmTimeout = 60 * time.Second
 )
 
 func init() {
@@ -86,9 +80,9 @@ type AskDeps struct {
 }
 
 type askState struct {
-	mu    sync.Mutex // the read-modify-write of the origin lists, the rate windows
+	mu    sync.Mutex // the read-modify-write of the origin lists
 	deps  AskDeps
-	calls map[string][]time.Time // origin → times of its recent asks
+	rates *originRates // asks, per origin
 }
 
 // SetAsk connects ferry.ask and the per-origin settings to the host's settings and
@@ -98,14 +92,17 @@ func (m *Manager) SetAsk(d AskDeps) {
 		d.Now = time.Now
 	}
 	m.askMu.Lock()
-	m.ask = &askState{deps: d, calls: map[string][]time.Time{}}
+	m.askSt = &askState{deps: d, rates: newOriginRates(d.Now)}
 	m.askMu.Unlock()
+	if err := m.reg.Register(m.askTool()); err != nil {
+		m.log.Error().Err(err).Msg("registering ferry.ask")
+	}
 }
 
 func (m *Manager) askDeps() *askState {
 	m.askMu.Lock()
 	defer m.askMu.Unlock()
-	return m.ask
+	return m.askSt
 }
 
 func (a *askState) origins(ctx context.Context, key string) []string {
@@ -163,25 +160,6 @@ func (a *askState) addOrigin(ctx context.Context, key, other, origin string) err
 	return nil
 }
 
-// allowCall counts one ask of origin against its rate.
-func (a *askState) allowCall(origin string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.deps.Now()
-	recent := a.calls[origin][:0:0]
-	for _, t := range a.calls[origin] {
-		if now.Sub(t) < time.Minute {
-			recent = append(recent, t)
-		}
-	}
-	if len(recent) >= AskPerMinute {
-		a.calls[origin] = recent
-		return false
-	}
-	a.calls[origin] = append(recent, now)
-	return true
-}
-
 // AskParams is page.ask: a page's ferry.ask(text). Tab, frame and origin come from
 // the port's sender in the service worker, never from the page.
 type AskParams struct {
@@ -200,115 +178,135 @@ type AskResult struct {
 	RunID          string `json:"run_id"`
 }
 
-func refused(format string, args ...any) error {
-	return protocol.Errorf(protocol.CodeAskRefused, format, args...)
-}
+// AskTool is ferry.ask's entry point in the registry: a tool only a page calls
+// (tools.Tool.Callers), so that every ask goes through the one pipeline (the page's
+// admission and rate, the person's card with its lasting answers, the audit row of
+// every outcome) like any other call.
+const AskTool = "ferry_ask"
 
-// noPanel reports whether ui says (directly or through Unwrap) that no side panel is open.
-func noPanel(ui tools.UI) bool {
-	for ui != nil {
-		if p, ok := ui.(tools.Presence); ok {
-			n, known := p.PanelsOpen()
-			return known && n == 0
-		}
-		u, ok := ui.(interface{ Unwrap() tools.UI })
-		if !ok {
-			return false
-		}
-		ui = u.Unwrap()
+// askTool is ferry.ask. An origin the user refused is refused; one not yet allowed
+// is asked about (the answer is kept only when the person chose "always" or
+// "never"); an allowed one starts the run, bound to the page's tab.
+func (m *Manager) askTool() tools.Tool {
+	return tools.Tool{
+		Name:        AskTool,
+		Description: "A page asks to start a Ferry run bound to its tab (ferry.ask).",
+		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{
+  "text":{"type":"string","minLength":1,"maxLength":%d,"pattern":"\\S"}
+},"required":["text"],"additionalProperties":false}`, MaxAskText)),
+		Source:  tools.SourceBuiltin,
+		Kind:    tools.KindWrite,
+		Callers: []string{tools.PrincipalPage},
+		// Starting the run reaches nothing by itself: each call of the run is judged
+		// under the page's scope (its own tab only, the same data-flow rule).
+		Class:      tools.ClassLocal,
+		Effects:    func(context.Context, *tools.Call) (tools.Effect, error) { return tools.Effect{}, nil },
+		Provenance: func(*tools.Call, tools.Effect, *tools.Result) tools.Provenance { return tools.Provenance{} },
+		Available: func(ctx context.Context, call *tools.Call) (bool, string) {
+			if a := m.askDeps(); a == nil || a.deps.Settings == nil || a.deps.Start == nil {
+				return false, "this Ferry host cannot start runs for pages"
+			}
+			return true, ""
+		},
+		Assess: m.assessAsk,
+		Run:    m.runAsk,
 	}
-	return false
 }
 
-// Ask is ferry.ask: a page asks to start an agent run bound to its tab. An origin
-// the user refused is refused; one not yet allowed is asked about through the UI
-// (the answer is kept only when the person chose "always" or "never"); an allowed
-// one starts the run.
-func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
+// assessAsk is the person's say over an origin's asks: refused for good, allowed for
+// good, or asked about now.
+func (m *Manager) assessAsk(ctx context.Context, call *tools.Call) (tools.Assessment, error) {
 	a := m.askDeps()
-	if p.TabID <= 0 {
-		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: page.ask needs tab_id")
-	}
-	origin, ok := origins.Of(p.Origin)
-	if !ok {
-		return AskResult{}, refused("ferry.ask is only for http(s) pages")
-	}
-	text := strings.TrimSpace(p.Text)
-	if text == "" {
-		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: ferry.ask needs the text of the request")
-	}
-	if n := utf8.RuneCountInString(text); n > MaxAskText {
-		return AskResult{}, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: ferry.ask text is %d characters; at most %d", n, MaxAskText)
-	}
-	if a == nil || a.deps.Settings == nil || a.deps.Start == nil {
-		return AskResult{}, refused("this Ferry host cannot start runs for pages")
-	}
-	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, origin, "ferry.ask"); f != nil {
-		return AskResult{}, refused("%s: %s", f.Code, f.Reason)
-	}
+	origin := call.Origin
 	if has(a.origins(ctx, SettingDisabledOrigins), origin) {
-		return AskResult{}, refused("%s", DisabledReason(origin))
+		return tools.Assessment{}, tools.Failf(tools.CodePermissionDenied, "%s", DisabledReason(origin))
 	}
 	if has(a.origins(ctx, SettingAskDenied), origin) {
-		return AskResult{}, refused("the user does not allow %s to start Ferry runs (Ferry options → Page origins)", origin)
+		return tools.Assessment{}, tools.Failf(tools.CodePermissionDenied, "the user does not allow %s to start Ferry runs (Ferry options → Page origins)", origin)
 	}
-	if !a.allowCall(origin) {
-		return AskResult{}, refused("too many ferry.ask calls from %s: at most %d a minute", origin, AskPerMinute)
+	if has(a.origins(ctx, SettingAskAllowed), origin) {
+		return tools.Assessment{}, nil
 	}
-	if !has(a.origins(ctx, SettingAskAllowed), origin) {
-		ui := m.reg.UI()
-		if ui == nil || noPanel(ui) {
-			return AskResult{}, refused("%s has not been allowed to start Ferry runs and nobody can be asked: open Ferry's side panel (the Ferry toolbar button) and try again", origin)
-		}
-		args, _ := json.Marshal(map[string]string{"text": text})
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), AskConfirmTimeout)
-		// A plain answer is for this request only; "always" and "never" are controls
-		// of their own on the card, so no keypress meant for something else grants
-		// an origin for good.
-		ans, err := tools.ConfirmWhole(cctx, ui, tools.ConfirmRequest{
-			CallID: "ask_" + randomID(), Tool: "ferry.ask", Arguments: args, Origin: origin,
-			Message:   origin + " wants to start a Ferry run: " + text,
-			TimeoutMS: AskConfirmTimeout.Milliseconds(), TabID: p.TabID, FrameID: p.FrameID,
-			Requester: &tools.Requester{Kind: "page", Origin: origin},
-			Lasting:   &tools.Lasting{Scope: tools.LastingPageAsk, Origin: origin},
-		})
-		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
-		cancel()
-		switch {
-		case err == nil && ans.Approved:
-			if ans.Lasting {
-				if err := a.addOrigin(ctx, SettingAskAllowed, SettingAskDenied, origin); err != nil {
-					return AskResult{}, err
-				}
-			}
-		case err == nil:
-			if ans.Lasting {
-				if err := a.addOrigin(ctx, SettingAskDenied, SettingAskAllowed, origin); err != nil {
-					return AskResult{}, err
-				}
-			}
-			return AskResult{}, refused("the user did not allow %s to start Ferry runs", origin)
-		case timedOut:
-			return AskResult{}, refused("nobody answered whether %s may start a Ferry run within %s", origin, AskConfirmTimeout)
-		default:
-			return AskResult{}, refused("could not ask whether %s may start a Ferry run: %v (open Ferry's side panel)", origin, err)
-		}
+	var p struct {
+		Text string `json:"text"`
 	}
+	_ = call.Decode(&p)
+	// A plain answer is for this request only; "always" and "never" are controls of
+	// their own on the card, so no keypress meant for something else grants an
+	// origin for good.
+	return tools.Assessment{
+		Confirm: true,
+		Message: origin + " wants to start a Ferry run: " + strings.TrimSpace(p.Text),
+		Lasting: &tools.Lasting{Scope: tools.LastingPageAsk, Origin: origin},
+		Grant:   func(ctx context.Context) error { return a.addOrigin(ctx, SettingAskAllowed, SettingAskDenied, origin) },
+		Refuse:  func(ctx context.Context) error { return a.addOrigin(ctx, SettingAskDenied, SettingAskAllowed, origin) },
+	}, nil
+}
+
+func (m *Manager) runAsk(ctx context.Context, call *tools.Call) (any, error) {
+	var p struct {
+		Text string `json:"text"`
+	}
+	if err := call.Decode(&p); err != nil {
+		return nil, err
+	}
+	origin := call.Origin
 	// The run is the page's request: its calls carry the page's origin (whose
-	// settings apply to them), and the text is the page's, not the person's.
-	req := RunRequest{Text: text, TabID: p.TabID, Origin: origin, TraceID: p.TraceID, Depth: p.Depth,
-		Scope: &tools.Scope{Principal: tools.PrincipalPage, Origin: origin}}
-	if req.TraceID != "" && req.Depth > tools.MaxDepth {
-		// The run's first call would be deeper than the loop guard allows: the
-		// event → run → action cycle stops here, before a model is asked.
-		return AskResult{}, refused("%s: ferry.ask from an event %d calls deep (trace %s); the most allowed is %d: the page's events keep starting runs", tools.CodeLoopDetected, req.Depth, req.TraceID, tools.MaxDepth)
-	}
-	conv, run, err := a.deps.Start(context.WithoutCancel(ctx), req)
+	// settings apply to them), the text is the page's, not the person's, and the run
+	// reads only the page's own tab.
+	req := RunRequest{Text: strings.TrimSpace(p.Text), TabID: call.TabID, Origin: origin, TraceID: call.TraceID, Depth: call.Depth,
+		Scope: &tools.Scope{Principal: tools.PrincipalPage, Origin: origin, OwnTab: call.TabID}}
+	conv, run, err := m.askDeps().deps.Start(context.WithoutCancel(ctx), req)
 	if err != nil {
-		return AskResult{}, refused("could not start the run: %v", err)
+		return nil, tools.Failf(tools.CodeHandlerError, "could not start the run: %v", err)
 	}
-	m.log.Info().Str("origin", origin).Int("tab_id", p.TabID).Str("run_id", run).Msg("ferry.ask started a run")
+	m.log.Info().Str("origin", origin).Int("tab_id", call.TabID).Str("run_id", run).Msg("ferry.ask started a run")
 	return AskResult{ConversationID: conv, RunID: run}, nil
+}
+
+// Ask is ferry.ask: one call of AskTool through the pipeline, as the page's. Tab,
+// frame and origin come from the port's sender in the service worker, never from the
+// page. A refusal is the pipeline's result, returned as a *tools.Failure.
+func (m *Manager) Ask(ctx context.Context, p AskParams) (AskResult, error) {
+	res := m.ask(ctx, p)
+	if !res.Success {
+		return AskResult{}, &tools.Failure{Code: res.Code, Reason: res.Reason}
+	}
+	r, _ := res.Result.(AskResult)
+	return r, nil
+}
+
+func (m *Manager) ask(ctx context.Context, p AskParams) tools.Result {
+	origin, ok := origins.Of(p.Origin)
+	if !ok {
+		origin = p.Origin
+	}
+	scope := &tools.Scope{Principal: tools.PrincipalPage, Origin: origin}
+	scope.Admit = func(ctx context.Context) *tools.Failure {
+		if p.TabID <= 0 {
+			return tools.Failf(tools.CodeInvalidParams, "invalid params: page.ask needs tab_id")
+		}
+		if !ok {
+			return tools.Failf(tools.CodePermissionDenied, "ferry.ask is only for http(s) pages")
+		}
+		if f := m.CheckFrame(ctx, p.TabID, p.FrameID, origin, "ferry.ask"); f != nil {
+			return f
+		}
+		if a := m.askDeps(); a == nil {
+			return nil // no such tool: the lookup says so
+		} else if ok, wait := a.rates.take(origin, AskPerMinute); !ok {
+			return tools.Failf(tools.CodeRateLimited, "too many ferry.ask calls from %s: at most %d a minute; retry in %s", origin, AskPerMinute, wait.Round(time.Millisecond))
+		}
+		return nil
+	}
+	args, _ := json.Marshal(map[string]string{"text": p.Text})
+	call := &tools.Call{Tool: AskTool, Arguments: args, TabID: p.TabID, Caller: tools.PrincipalPage, Origin: origin, Scope: scope}
+	if p.TraceID != "" {
+		// The event → run → action cycle stops at the loop guard's depth, before a
+		// model is asked.
+		call.TraceID, call.Depth = p.TraceID, max(p.Depth, 0)
+	}
+	return m.reg.Call(context.WithoutCancel(ctx), call)
 }
 
 // OriginInfo is one origin of page.origins.
@@ -364,8 +362,10 @@ func (m *Manager) Origins(ctx context.Context) []OriginInfo {
 	return out
 }
 
+// askMethod answers page.ask with the pipeline's result: {success, result} or
+// {success: false, code, reason}, the vocabulary of every call.
 func (m *Manager) askMethod(ctx context.Context, p AskParams) (any, error) {
-	return m.Ask(ctx, p)
+	return m.ask(ctx, p), nil
 }
 
 func (m *Manager) originsMethod(ctx context.Context, _ struct{}) (any, error) {
@@ -382,10 +382,4 @@ func (m *Manager) statusMethod(ctx context.Context, p statusParams) (any, error)
 		return map[string]any{"disabled": true, "reason": DisabledReason(p.Origin)}, nil
 	}
 	return map[string]any{"disabled": false}, nil
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

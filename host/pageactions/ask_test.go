@@ -3,6 +3,7 @@ package pageactions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
-	"github.com/ferryhq/ferry/protocol"
 )
 
 type memSettings struct {
@@ -78,10 +78,11 @@ func newAskEnv(t *testing.T, ui tools.UI, settings map[string]string) *askEnv {
 	return e
 }
 
+// refusedWith: the pipeline refused the ask, with want in its code or reason.
 func refusedWith(t *testing.T, err error, want string) {
 	t.Helper()
-	var pe *protocol.Error
-	if !errors.As(err, &pe) || pe.Code != protocol.CodeAskRefused || !strings.Contains(pe.Message, want) {
+	var f *tools.Failure
+	if !errors.As(err, &f) || !(string(f.Code) == want || strings.Contains(f.Reason, want)) {
 		t.Fatalf("want refusal containing %q, got %v", want, err)
 	}
 }
@@ -139,7 +140,7 @@ func TestAskFirstTimeAllowOnce(t *testing.T) {
 	// A plain "no" is for this request only, too.
 	ui.answer = false
 	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
-	refusedWith(t, err, "did not allow")
+	refusedWith(t, err, "declined")
 	if e.settings.m[SettingAskDenied] != "" {
 		t.Fatalf("a one-time no was kept: denied %q", e.settings.m[SettingAskDenied])
 	}
@@ -198,7 +199,7 @@ func TestAskFirstTimeDenyPersists(t *testing.T) {
 	e := newAskEnv(t, ui, map[string]string{SettingAskAllowed: site + ",https://b.example"})
 	e.settings.m[SettingAskAllowed] = "https://b.example"
 	_, err := e.m.Ask(context.Background(), AskParams{TabID: 8, Origin: site, Text: "x"})
-	refusedWith(t, err, "did not allow")
+	refusedWith(t, err, "declined")
 	if e.settings.m[SettingAskDenied] != site || len(e.started) != 0 {
 		t.Fatalf("denied = %q started %d", e.settings.m[SettingAskDenied], len(e.started))
 	}
@@ -226,21 +227,23 @@ func TestAskLimits(t *testing.T) {
 	e := newAskEnv(t, &askUI{}, map[string]string{SettingAskAllowed: site})
 	ctx := context.Background()
 	_, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: strings.Repeat("é", MaxAskText+1)})
-	if err == nil || !strings.Contains(err.Error(), "at most 2000") {
+	if err == nil || !strings.Contains(err.Error(), "<= 2000") {
 		t.Fatalf("long text: %v", err)
 	}
 	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "   "}); err == nil {
 		t.Fatal("empty text accepted")
 	}
+	// Refused asks count against the origin's rate too: a page cannot probe for free.
+	e.now = e.now.Add(61 * time.Second)
 	for i := range AskPerMinute {
-		if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"}); err != nil {
+		if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: fmt.Sprint("go ", i)}); err != nil {
 			t.Fatalf("ask %d: %v", i, err)
 		}
 	}
 	_, err = e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"})
 	refusedWith(t, err, "at most 5 a minute")
 	e.now = e.now.Add(61 * time.Second)
-	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go"}); err != nil {
+	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: site, Text: "go on"}); err != nil {
 		t.Fatalf("after a minute: %v", err)
 	}
 	if _, err := e.m.Ask(ctx, AskParams{TabID: 8, Origin: "file:///x", Text: "go"}); err == nil {

@@ -48,7 +48,7 @@ type Manager struct {
 	rates *originRates // page-initiated calls, per origin (frames.go)
 
 	askMu sync.Mutex
-	ask   *askState // ferry.ask and the per-origin settings (ask.go); nil until SetAsk
+	askSt *askState // ferry.ask and the per-origin settings (ask.go); nil until SetAsk
 }
 
 type frame struct {

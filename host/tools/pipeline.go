@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -89,6 +90,7 @@ type callState struct {
 	// (Assessment.Lasting, Assessment.Grant).
 	lasting *Lasting
 	grant   func(ctx context.Context) error
+	refuse  func(ctx context.Context) error
 }
 
 // finished tells the tool how its call ended; a panic there is logged, never the
@@ -122,6 +124,10 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 			hint = fmt.Sprintf("no builtin, capability or page action of tab %d has that name; %s", call.TabID, hint)
 		}
 		return fail(CodeNotFound, "no tool named %q: %s", call.Tool, hint)
+	}
+	if len(e.tool.Callers) > 0 && !slices.Contains(e.tool.Callers, call.Caller) {
+		// Another caller's entry point: as if there were no such tool.
+		return fail(CodeNotFound, "no tool named %q: `ferry tools` and tools.list show the registered tools", call.Tool)
 	}
 	st.e = e
 	st.dangerous = e.tool.Dangerous
@@ -182,7 +188,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 			return Result{Code: f.Code, Reason: f.Reason}
 		}
 		if a.Confirm && a.Lasting != nil && a.Grant != nil && !ask && !(a.Write && p.ConfirmWrites) {
-			st.lasting, st.grant = a.Lasting, a.Grant
+			st.lasting, st.grant, st.refuse = a.Lasting, a.Grant, a.Refuse
 		}
 		ask = ask || a.Confirm || (a.Write && p.ConfirmWrites)
 		policyAsks = policyAsks || a.Confirm || (a.Write && p.ConfirmWrites)
@@ -205,7 +211,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 		}
 		if v.Confirm {
 			ask, flow = true, v.Flow
-			st.lasting, st.grant = nil, nil
+			st.lasting, st.grant, st.refuse = nil, nil, nil
 			if v.Reason != "" {
 				msg = v.Reason
 			}
@@ -380,6 +386,11 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		}
 		return Result{}, true
 	case err == nil:
+		if ans.Lasting && st.refuse != nil {
+			if rerr := st.refuse(ctx); rerr != nil {
+				r.log.Error().Err(rerr).Str("tool", e.name).Msg("storing a lasting refusal")
+			}
+		}
 		return fail(CodeUserRejected, "the person declined to run %s", e.name), false
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		return fail(CodeConfirmTimeout, "no answer to the confirmation of %s within %s; treated as a denial (setting %s)", e.name, p.ConfirmTimeout, SettingConfirmTimeout), false

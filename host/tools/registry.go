@@ -383,7 +383,9 @@ func (r *Registry) entries(tab int) []*entry {
 	r.mu.RLock()
 	out := make([]*entry, 0, len(r.global)+len(r.pages[tab]))
 	for _, e := range r.global {
-		out = append(out, e)
+		if len(e.tool.Callers) == 0 {
+			out = append(out, e)
+		}
 	}
 	for _, e := range r.pages[tab] {
 		out = append(out, e)

@@ -121,6 +121,11 @@ type Tool struct {
 	// exposure rule, not a permission: a call by name still goes through the pipeline.
 	Exposed func() bool
 
+	// Callers, when set, are the only callers (Call.Caller) the tool is for: an entry
+	// point of theirs that goes through the pipeline like any call (ferry.ask is a
+	// page's). It is in no listing, and anyone else is told no such tool exists.
+	Callers []string
+
 	// Origin is the page origin of a page action or capability ("" for builtins);
 	// TabID and FrameID say where a page action lives.
 	Origin  string
@@ -147,6 +152,9 @@ type Assessment struct {
 	// lasting grant could not lift the person's policy or a data flow.
 	Lasting *Lasting
 	Grant   func(ctx context.Context) error
+	// Refuse is what a lasting "never" does (ferry.ask: the origin is refused from
+	// then on without asking).
+	Refuse func(ctx context.Context) error
 }
 
 // Document is the page a call acts on, as it was when the call was judged: the tab,
