@@ -195,15 +195,18 @@ export function createPageActions(client, api, { timers = globalThis, logger = c
           ...where, name: String(msg.name ?? ''), arguments: msg.arguments ?? {}, ...cause,
         }, { timeout: 10 * 60_000 });
       } else if (msg.op === OP.ASK) {
-        // The origin is the port sender's, never the page's word.
-        result = await client.request(H.ASK, { ...where, text: String(msg.arguments?.text ?? ''), ...cause }, { timeout: 3 * 60_000 });
+        // The origin is the port sender's, never the page's word. The host answers
+        // as for any call: {success, result} or {success: false, code, reason}.
+        const r = await client.request(H.ASK, { ...where, text: String(msg.arguments?.text ?? ''), ...cause }, { timeout: 10 * 60_000 });
+        if (r?.success) result = r.result;
+        else [error, code] = [String(r?.reason ?? 'ferry.ask was refused'), r?.code];
       } else {
         result = await client.request(H.LIST, where);
       }
     } catch (err) {
       error = String(err?.message ?? err);
-      const m = /^([A-Z_]+): /.exec(error);
-      if (m) code = m[1];
+      // A refusal's result code travels by value, beside the message.
+      if (typeof err?.data?.code === 'string') code = err.data.code;
     }
     f.port.post({ t: F.REPLY, rid: msg.rid, result, error, code });
   }

@@ -40,7 +40,7 @@ describe('ferry.ask in the service worker', () => {
   const sender = { tab: { id: 4, url: 'https://a.example/p' }, frameId: 0, url: 'https://a.example/p', origin: 'https://a.example' };
 
   it('sends page.ask with the tab, frame and origin of the port sender', async () => {
-    const client = fakeClient({ 'page.status': { disabled: false }, 'page.ask': { conversation_id: 'c', run_id: 'r' } });
+    const client = fakeClient({ 'page.status': { disabled: false }, 'page.ask': { success: true, result: { conversation_id: 'c', run_id: 'r' } } });
     const pa = createPageActions(client, {}, { logger: { warn() {} } });
     const port = fakeSWPort(sender);
     pa.open(port);
@@ -49,6 +49,16 @@ describe('ferry.ask in the service worker', () => {
     const ask = client.requests.find((r) => r.method === 'page.ask');
     assert.deepEqual(ask.params, { tab_id: 4, frame_id: 0, origin: 'https://a.example', text: 'hello' });
     assert.deepEqual(port.posted.find((m) => m.t === 'reply'), { t: 'reply', rid: 9, result: { conversation_id: 'c', run_id: 'r' }, error: undefined, code: undefined });
+  });
+
+  it("passes a refusal's code and reason on by value", async () => {
+    const client = fakeClient({ 'page.status': { disabled: false }, 'page.ask': { success: false, code: 'RATE_LIMITED', reason: 'too many ferry.ask calls' } });
+    const pa = createPageActions(client, {}, { logger: { warn() {} } });
+    const port = fakeSWPort(sender);
+    pa.open(port);
+    port.send({ t: 'call', rid: 3, op: 'ask', arguments: { text: 'hello' } });
+    await tick();
+    assert.deepEqual(port.posted.find((m) => m.t === 'reply'), { t: 'reply', rid: 3, result: undefined, error: 'too many ferry.ask calls', code: 'RATE_LIMITED' });
   });
 
   it('tells a disabled origin so in its status', async () => {

@@ -108,7 +108,7 @@ type listParams struct {
 
 func (m *Manager) list(ctx context.Context, p listParams) (any, error) {
 	if f := m.CheckFrame(ctx, p.TabID, p.FrameID, p.Origin, "ferry.tools"); f != nil {
-		return nil, protocol.Errorf(protocol.CodeAskRefused, "%s: %s", f.Code, f.Reason)
+		return nil, &protocol.Error{Code: protocol.CodeAskRefused, Message: f.Reason, Data: map[string]string{"code": string(f.Code)}}
 	}
 	avail, unavail := m.reg.List(ctx, p.TabID)
 	page := map[string]bool{}
