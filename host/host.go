@@ -68,7 +68,7 @@ func New(db *storage.DB, dataDir string, log zerolog.Logger) (*Host, error) {
 	h.Tools = tb
 	mux := h.Methods
 	registerFirst(mux, func(p helloParams) { logHello(h.Log, p) })
-	protocol.Handle(mux, "host.info", h.info)
+	protocol.Handle(mux, "host.info", h.info, protocol.Outside)
 	// The tool pipeline caches its policy for a second: a change applies to the next call.
 	config.RegisterMethods(mux, db, tb.Settings.Refresh)
 	toolbox.RegisterMethods(mux, tb)
@@ -209,8 +209,8 @@ func registerFirst(mux *protocol.Mux, logged func(helloParams)) {
 		}
 		logged(p)
 		return map[string]any{"name": "ferry", "version": buildinfo.Version, "protocol": buildinfo.Protocol}, nil
-	})
-	protocol.Handle(mux, "host.ping", ping)
+	}, protocol.Outside)
+	protocol.Handle(mux, "host.ping", ping, protocol.Outside)
 }
 
 func logHello(log zerolog.Logger, p helloParams) {

@@ -168,3 +168,35 @@ func TestProtocolMDResults(t *testing.T) {
 		}
 	}
 }
+
+// TestProtocolMDSocketMethods: PROTOCOL.md's table of the control socket's methods
+// names exactly the methods registered as protocol.Outside.
+func TestProtocolMDSocketMethods(t *testing.T) {
+	doc, err := os.ReadFile("../protocol/PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## Control socket")
+	if !ok {
+		t.Fatal("PROTOCOL.md has no Control socket section")
+	}
+	_, section, _ = strings.Cut(section, "| method | on the socket |")
+	section, _, _ = strings.Cut(section, "\n\n")
+	var documented []string
+	for _, row := range regexp.MustCompile("(?m)^\\| (.*?) \\|").FindAllStringSubmatch(section, -1) {
+		for _, m := range regexp.MustCompile("`([a-z_.]+)`").FindAllStringSubmatch(row[1], -1) {
+			documented = append(documented, m[1])
+		}
+	}
+	h := newTestHost(t)
+	var code []string
+	for _, m := range h.Methods.Names() {
+		if h.Methods.IsOutside(m) {
+			code = append(code, m)
+		}
+	}
+	sort.Strings(documented)
+	if strings.Join(documented, " ") != strings.Join(code, " ") {
+		t.Fatalf("PROTOCOL.md's control socket methods\n  %v\nthe methods registered as protocol.Outside\n  %v", documented, code)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/ferryhq/ferry/host/tools"
 	"github.com/ferryhq/ferry/protocol"
 	"github.com/ferryhq/ferry/storage"
 )
@@ -13,15 +14,15 @@ import (
 // started here go wherever Options.Notify sends them (the host: chat.event
 // notifications).
 func RegisterMethods(mux *protocol.Mux, m *Manager) {
-	protocol.Handle(mux, "chat.send", m.chatSend)
-	protocol.Handle(mux, "chat.cancel", m.chatCancel)
+	protocol.Handle(mux, "chat.send", m.chatSend, protocol.Outside)
+	protocol.Handle(mux, "chat.cancel", m.chatCancel, protocol.Outside)
 	protocol.Handle(mux, "chat.resume", m.chatResume)
-	protocol.Handle(mux, "conversations.list", m.conversationsList)
-	protocol.Handle(mux, "conversations.get", m.conversationsGet)
+	protocol.Handle(mux, "conversations.list", m.conversationsList, protocol.Outside)
+	protocol.Handle(mux, "conversations.get", m.conversationsGet, protocol.Outside)
 	protocol.Handle(mux, "conversations.rename", m.conversationsRename)
 	protocol.Handle(mux, "conversations.delete", m.conversationsDelete)
 	protocol.Handle(mux, "conversations.delete_all", m.conversationsDeleteAll)
-	protocol.Handle(mux, "runs.get", m.runsGet)
+	protocol.Handle(mux, "runs.get", m.runsGet, protocol.Outside)
 }
 
 func invalid(format string, a ...any) error {
@@ -45,9 +46,22 @@ func (m *Manager) chatSend(ctx context.Context, p sendParams) (any, error) {
 	if strings.TrimSpace(p.Text) == "" {
 		return nil, invalid("chat.send needs the message text")
 	}
-	r, err := m.Send(ctx, SendRequest{Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID})
+	req := SendRequest{Text: p.Text, ConversationID: p.ConversationID, TabID: p.TabID, Origin: p.Origin, ProviderID: p.ProviderID}
+	peer := protocol.PeerFrom(ctx)
+	if s := tools.ScopeFromContext(ctx); s != nil {
+		// An outside client: the run carries its scope, and the host looks the tab's
+		// origin up itself.
+		req.Scope, req.Origin = s, ""
+	}
+	if peer != nil {
+		req.OnEvent = func(ev Event) { peer.Notify("chat.event", ev) }
+	}
+	r, err := m.Send(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if peer != nil {
+		peer.OnClose(func() { r.Cancel() })
 	}
 	return started{r.ConversationID, r.ID}, nil
 }

@@ -25,7 +25,7 @@ type Store interface {
 // changed runs after every settings.set (nil: nothing to tell).
 func RegisterMethods(mux *protocol.Mux, store Store, changed func()) {
 	m := methods{store, changed}
-	protocol.Handle(mux, "settings.list", m.settingsList)
+	protocol.Handle(mux, "settings.list", m.settingsList, protocol.Outside)
 	protocol.Handle(mux, "settings.set", m.settingsSet)
 	protocol.Handle(mux, "secrets.set", m.secretsSet)
 }

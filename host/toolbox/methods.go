@@ -14,10 +14,10 @@ import (
 // RegisterMethods adds the registry's methods: tools.list, tools.call, audit.query
 // and audit.export.
 func RegisterMethods(mux *protocol.Mux, tb *Toolbox) {
-	protocol.Handle(mux, "tools.list", tb.toolsList)
-	protocol.Handle(mux, "tools.call", tb.ToolsCall)
-	protocol.Handle(mux, "audit.query", tb.auditQuery)
-	protocol.Handle(mux, "audit.export", tb.auditExport)
+	protocol.Handle(mux, "tools.list", tb.toolsList, protocol.Outside)
+	protocol.Handle(mux, "tools.call", tb.ToolsCall, protocol.Outside)
+	protocol.Handle(mux, "audit.query", tb.auditQuery, protocol.Outside)
+	protocol.Handle(mux, "audit.export", tb.auditExport, protocol.Outside)
 }
 
 type toolsListParams struct {
@@ -27,12 +27,17 @@ type toolsListParams struct {
 	Model bool `json:"model,omitempty"`
 }
 
+// toolsList is tools.list: what the caller may call (an outside client's scope,
+// from its context, keeps only what mcp.allowed_tools lets it use).
 func (tb *Toolbox) toolsList(ctx context.Context, p toolsListParams) (any, error) {
 	list := tb.Registry.List
 	if p.Model {
 		list = tb.Registry.ModelList
 	}
 	avail, unavail := list(ctx, p.TabID)
+	if s := tools.ScopeFromContext(ctx); s != nil {
+		avail, unavail = tb.Registry.Offered(ctx, s, avail), tb.Registry.OfferedUnavailable(ctx, s, p.TabID, unavail)
+	}
 	return map[string]any{"tools": avail, "unavailable": unavail, "tokens": tools.TotalTokens(avail)}, nil
 }
 
@@ -59,6 +64,12 @@ func (tb *Toolbox) ToolsCall(ctx context.Context, p CallParams) (any, error) {
 	}
 	if p.Depth < 0 {
 		return nil, protocol.Errorf(protocol.CodeInvalidParams, "invalid params: depth cannot be negative")
+	}
+	if s := tools.ScopeFromContext(ctx); s != nil {
+		// An outside client (its scope set where it connected): of the params only the
+		// tool, its arguments and the tab are its to say; caller, origin, trace and
+		// conversation are the host's.
+		return tb.Registry.Call(ctx, &tools.Call{Tool: p.Name, Arguments: p.Arguments, TabID: p.TabID, Caller: s.Principal, Scope: s}), nil
 	}
 	caller := p.Caller
 	if caller == "" {
