@@ -29,7 +29,7 @@ func TestAdminPage(t *testing.T) {
 	readAll(t, post(t, tm.gw.URL+"/v1/chat/completions", tm.tok, "openai", chatBody("openai", hostile, "hi", false, nil)))
 
 	downloads := t.TempDir()
-	ctx, cancel := chromedp.NewExecAllocator(context.Background(),
+	ctx, cancel := chromedp.NewExecAllocator(context.Background(), append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", "new"),
 		chromedp.Flag("no-sandbox", true),
@@ -40,7 +40,7 @@ func TestAdminPage(t *testing.T) {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("user-data-dir", t.TempDir()),
-	)
+	}, browsertest.NetworkOptions(browsertest.ClosedProxy)...)...)
 	defer cancel()
 	ctx, cancel = chromedp.NewContext(ctx)
 	defer cancel()

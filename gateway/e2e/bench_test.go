@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferryhq/ferry/host/model/modeltest"
+	"github.com/ferryhq/ferry/tests/loopback"
 )
 
 // These benchmarks print their figures; run them with
@@ -86,7 +87,7 @@ func benchLatency(b *testing.B, limited bool) {
 	}
 	tok := e.addUser("bench", flags...)
 	gw := e.serve()
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	c := &http.Client{Transport: &http.Transport{DialContext: loopback.Dial, MaxIdleConnsPerHost: 4}}
 	whole := `{"model":"gpt","messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
 	stream := `{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":8}`
 	const n = 400
@@ -127,7 +128,7 @@ func Benchmark500Streams(b *testing.B) {
 	e.must("", "route", "add", "claude", "--upstream", "an")
 	tok := e.addUser("bench", "--daily-tokens", "100000000", "--rpm", "100000")
 	gw := e.serve()
-	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 600, MaxConnsPerHost: 0}}
+	c := &http.Client{Transport: &http.Transport{DialContext: loopback.Dial, MaxIdleConnsPerHost: 600, MaxConnsPerHost: 0}}
 	body := `{"model":"claude","stream":true,"max_tokens":100,"messages":[{"role":"user","content":"go"}]}`
 	for range b.N {
 		var fails, done atomic.Int64

@@ -22,11 +22,15 @@ import (
 
 	"github.com/ferryhq/ferry/gateway/store"
 	"github.com/ferryhq/ferry/gateway/store/storetest"
+	"github.com/ferryhq/ferry/tests/loopback"
 )
 
 var ferryBin string
 
 func TestMain(m *testing.M) {
+	// Every client the tests build without a transport of their own (http.Get,
+	// http.DefaultClient) reaches this machine only.
+	loopback.PinDefault()
 	dir, err := os.MkdirTemp("", "ferry-gw-bin")
 	if err != nil {
 		panic(err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ferryhq/ferry/gateway/store"
 	"github.com/ferryhq/ferry/host/model/modeltest"
+	"github.com/ferryhq/ferry/tests/loopback"
 )
 
 // TestServeAddressRule: serve refuses an address beyond loopback without TLS
@@ -55,7 +56,7 @@ func TestServeAddressRule(t *testing.T) {
 	pool := x509.NewCertPool()
 	pem, _ := os.ReadFile(cert)
 	pool.AppendCertsFromPEM(pem)
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	c := &http.Client{Transport: &http.Transport{DialContext: loopback.Dial, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	resp, err := c.Get(gs.URL + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("https healthz: %v %v", resp, err)

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,7 +162,92 @@ type Options struct {
 	// NoExtension launches the same browser without Ferry's extension: the baseline
 	// a page's behaviour with Ferry is compared against.
 	NoExtension bool
+	// Proxy replaces the closed loopback port every address off the machine is sent
+	// to (NetworkFlags): a test that records those attempts listens there. It must
+	// be a loopback address; Launch refuses any other.
+	Proxy string
 }
+
+// ClosedProxy is where a test browser sends every request for an address that is not
+// loopback: the discard port on loopback, where nothing listens, so the request fails
+// on this machine instead of leaving it.
+const ClosedProxy = "http://127.0.0.1:9"
+
+// NetworkFlags are the Chromium switches that keep a test browser on this machine,
+// with proxy as its proxy (ClosedProxy unless a test records there):
+//
+//   - every host name but localhost (and every address but 127.0.0.1 to 127.0.0.9)
+//     resolves to nothing, so no DNS query leaves;
+//   - every URL goes through the proxy, so an address a page names outright (an
+//     image or a CSS background from a public IP, which no resolver sees) reaches
+//     the closed port instead; loopback addresses and localhost alone bypass it,
+//     and the implicit bypass of link-local addresses (169.254.0.0/16, the cloud
+//     metadata service among them) is removed with <-loopback;
+//   - WebRTC may not send UDP outside the proxy, which it cannot use, so no STUN
+//     or peer packet leaves either.
+func NetworkFlags(proxy string) []string {
+	return []string{
+		"--host-resolver-rules=" + resolverRules(),
+		"--proxy-server=" + proxy,
+		"--proxy-bypass-list=<-loopback>;localhost;*.localhost;127.0.0.0/8;[::1]",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	}
+}
+
+// resolverRules maps every host to nothing but localhost and the loopback addresses
+// the tests listen on (127.0.0.1 to 127.0.0.9: the rules apply to IP literals too, so
+// each is excepted by name).
+func resolverRules() string {
+	rules := []string{"MAP * ~NOTFOUND", "EXCLUDE localhost"}
+	for i := 1; i <= 9; i++ {
+		rules = append(rules, fmt.Sprintf("EXCLUDE 127.0.0.%d", i))
+	}
+	return strings.Join(rules, ", ")
+}
+
+// checkLoopbackProxy refuses a proxy that is not on loopback: the flags' whole
+// point is that nothing leaves the machine.
+func checkLoopbackProxy(proxy string) error {
+	u, err := url.Parse(proxy)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("proxy %q is not a URL", proxy)
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("proxy %q is not a loopback address", proxy)
+	}
+	return nil
+}
+
+// NetworkOptions are NetworkFlags as chromedp options, for a test that starts its
+// own allocator rather than Launch.
+func NetworkOptions(proxy string) []chromedp.ExecAllocatorOption {
+	var opts []chromedp.ExecAllocatorOption
+	for _, f := range NetworkFlags(proxy) {
+		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		opts = append(opts, chromedp.Flag(name, value))
+	}
+	return opts
+}
+
+// PinnedChromium writes a launcher that starts ChromiumPath with NetworkFlags and
+// returns its path, for tests whose browser another program starts (ferry demo,
+// @playwright/mcp), so that those browsers stay on this machine too.
+func PinnedChromium(tb testing.TB) string {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\nexec " + shellQuote(RequireChromium(tb)))
+	for _, f := range NetworkFlags(ClosedProxy) {
+		b.WriteString(" " + shellQuote(f))
+	}
+	b.WriteString(" \"$@\"\n")
+	p := filepath.Join(TempDir(tb, "ferry-chromium-"), "chromium")
+	if err := os.WriteFile(p, []byte(b.String()), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // Browser is one running Chromium.
 type Browser struct {
@@ -196,6 +283,14 @@ func Launch(ctx context.Context, o Options) (*Browser, error) {
 		chromedp.Flag("user-data-dir", o.UserDataDir),
 		chromedp.Env(o.Env...),
 	}
+	proxy := o.Proxy
+	if proxy == "" {
+		proxy = ClosedProxy
+	}
+	if err := checkLoopbackProxy(proxy); err != nil {
+		return nil, err
+	}
+	opts = append(opts, NetworkOptions(proxy)...)
 	if o.NoExtension {
 		opts = append(opts, chromedp.Flag("disable-extensions", true))
 	} else {

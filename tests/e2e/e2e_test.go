@@ -24,12 +24,16 @@ import (
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host"
 	"github.com/ferryhq/ferry/tests/browsertest"
+	"github.com/ferryhq/ferry/tests/loopback"
 )
 
 // ferryBin is built once for the package: building per test would dominate the run.
 var ferryBin string
 
 func TestMain(m *testing.M) {
+	// Every client the tests build without a transport of their own (http.Get,
+	// http.DefaultClient) reaches this machine only.
+	loopback.PinDefault()
 	dir, err := os.MkdirTemp("", "ferry-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

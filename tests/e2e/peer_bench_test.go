@@ -36,7 +36,7 @@ func textOf(r *mcp.CallToolResult) string {
 }
 
 func TestPeerReadCorpusBench(t *testing.T) {
-	chromium := browsertest.RequireChromium(t)
+	browsertest.RequireChromium(t)
 	pages, err := corpus.Pages()
 	if err != nil {
 		t.Skip("corpus:", err)
@@ -46,7 +46,7 @@ func TestPeerReadCorpusBench(t *testing.T) {
 		t.Skip(err)
 	}
 	srv := corpusServer(t, pages)
-	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "playwright-mcp"), "--headless", "--isolated", "--no-sandbox", "--executable-path", chromium)
+	cmd := exec.Command(filepath.Join(dir, "node_modules", ".bin", "playwright-mcp"), "--headless", "--isolated", "--no-sandbox", "--executable-path", browsertest.PinnedChromium(t))
 	cmd.Dir = browsertest.TempDir(t, "ferry-peer-") // where it writes its snapshot and console files
 	client := mcp.NewClient(&mcp.Implementation{Name: "ferry-bench", Version: "1"}, nil)
 	ctx := t.Context()

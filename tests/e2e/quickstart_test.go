@@ -32,7 +32,7 @@ func TestQuickStartDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	cmd := exec.Command(ferryBin, "demo", "--headless", "--root", browsertest.RepoRoot(), "--chromium", browsertest.ChromiumPath())
+	cmd := exec.Command(ferryBin, "demo", "--headless", "--root", browsertest.RepoRoot(), "--chromium", browsertest.PinnedChromium(t))
 	// FERRY_DEMO_REACT points at an empty folder so the test does not install React.
 	cmd.Env = append(os.Environ(), "FERRY_HOME="+home, "FERRY_DEMO_REACT="+filepath.Join(home, "react"))
 	out, err := cmd.StdoutPipe()
