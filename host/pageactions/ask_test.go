@@ -2,6 +2,7 @@ package pageactions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/ferryhq/ferry/host/config"
 	"github.com/ferryhq/ferry/host/tools"
+	"github.com/ferryhq/ferry/storage"
+	"github.com/rs/zerolog"
 )
 
 type memSettings struct {
@@ -289,5 +292,76 @@ func TestAskContinuesTheTrace(t *testing.T) {
 	refusedWith(t, err, "LOOP_DETECTED")
 	if len(e.started) != 1 {
 		t.Fatalf("a run started at depth %d", tools.MaxDepth+1)
+	}
+}
+
+// auditRows records what the registry audits.
+type auditRows struct {
+	mu   sync.Mutex
+	rows []storage.AuditEntry
+}
+
+func (a *auditRows) Record(e storage.AuditEntry) {
+	a.mu.Lock()
+	a.rows = append(a.rows, e)
+	a.mu.Unlock()
+}
+
+// TestEveryAskIsAudited: every outcome of ferry.ask, each refusal among them, is an
+// audit row of the page's call, with its code; and no one but a page can make it.
+func TestEveryAskIsAudited(t *testing.T) {
+	audit := &auditRows{}
+	reg := tools.NewRegistry(tools.Options{Audit: audit})
+	m := New(reg, &fakeExt{}, zerolog.Nop())
+	settings := &memSettings{m: map[string]string{}}
+	now := time.Unix(1000, 0)
+	m.SetAsk(AskDeps{Settings: settings, Now: func() time.Time { return now },
+		Start: func(ctx context.Context, req RunRequest) (string, string, error) { return "c", "r", nil }})
+	reg.SetUI(&askUI{answer: false})
+	ctx := context.Background()
+	cases := []struct {
+		set  map[string]string
+		p    AskParams
+		code tools.Code
+	}{
+		{map[string]string{SettingAskDenied: site}, AskParams{TabID: 8, Origin: site, Text: "hi"}, tools.CodePermissionDenied},
+		{map[string]string{SettingDisabledOrigins: site}, AskParams{TabID: 8, Origin: site, Text: "hi"}, tools.CodePermissionDenied},
+		{map[string]string{}, AskParams{TabID: 8, Origin: site, Text: "hi"}, tools.CodeUserRejected},
+		{map[string]string{SettingAskAllowed: site}, AskParams{TabID: 8, Origin: site, Text: strings.Repeat("x", MaxAskText+1)}, tools.CodeInvalidParams},
+		{nil, AskParams{TabID: 8, Origin: "https://elsewhere.example", Text: "hi"}, tools.CodePermissionDenied},
+		{nil, AskParams{TabID: 8, Origin: "file:///x", Text: "hi"}, tools.CodePermissionDenied},
+		{nil, AskParams{TabID: 8, Origin: site, Text: "deep", TraceID: "tr", Depth: tools.MaxDepth + 1}, tools.CodeLoopDetected},
+		{nil, AskParams{TabID: 8, Origin: site, Text: "fine"}, ""},
+	}
+	for _, c := range cases {
+		if c.set != nil {
+			settings.m = c.set
+		}
+		now = now.Add(time.Minute) // a fresh rate each time
+		_, err := m.Ask(ctx, c.p)
+		if (c.code == "") != (err == nil) {
+			t.Errorf("%+v: %v", c.p, err)
+		}
+	}
+	audit.mu.Lock()
+	rows := append([]storage.AuditEntry(nil), audit.rows...)
+	audit.mu.Unlock()
+	if len(rows) != len(cases) {
+		t.Fatalf("%d audit rows for %d asks", len(rows), len(cases))
+	}
+	for i, row := range rows {
+		if row.Tool != AskTool || row.Caller != tools.PrincipalPage || tools.Code(row.Code) != cases[i].code {
+			t.Errorf("ask %d: audit row %+v, want code %q", i, row, cases[i].code)
+		}
+	}
+	// The model (or anyone else) calling the page's entry point finds no such tool.
+	res := reg.Call(ctx, &tools.Call{Tool: AskTool, Arguments: json.RawMessage(`{"text":"x"}`), Caller: "model"})
+	if res.Code != tools.CodeNotFound {
+		t.Errorf("the model calling %s: %+v", AskTool, res)
+	}
+	for _, l := range reg.All(0) {
+		if l.Name == AskTool {
+			t.Errorf("%s is listed among the tools", AskTool)
+		}
 	}
 }

@@ -3,6 +3,9 @@ package pageactions
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/ferryhq/ferry/protocol"
 	"strings"
 	"testing"
 
@@ -75,8 +78,10 @@ func TestTabViewMergesSameOriginFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cross-origin frame asking for the tab's actions hears nothing of them.
-	if _, err := m.list(context.Background(), listParams{TabID: 3, FrameID: 9, Origin: "https://ads.example"}); err == nil ||
-		!strings.Contains(err.Error(), "PERMISSION_DENIED") || !strings.Contains(err.Error(), "https://ads.example") {
+	// Its code travels by value, in the error's data.
+	_, err = m.list(context.Background(), listParams{TabID: 3, FrameID: 9, Origin: "https://ads.example"})
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || fmt.Sprint(pe.Data) != "map[code:PERMISSION_DENIED]" || !strings.Contains(pe.Message, "https://ads.example") {
 		t.Errorf("the ad frame's ferry.tools() = %v, want PERMISSION_DENIED naming its origin", err)
 	}
 	lb, _ := json.Marshal(raw)
