@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
 )
 
@@ -160,11 +161,20 @@ func (d Deps) formSends(base func(ctx context.Context, call *tools.Call, a tabAr
 			return nil
 		}
 		if f.Form && submits(a, f.Submitter) {
-			e.Sends = append(e.Sends, tools.Send{To: formDestination(f.Action), Carries: e.Sends[0].Carries})
+			carries := e.Sends[0].Carries
+			if f.Submitter && originOf(f.Action) != originOf(e.TabURL) {
+				// A form sent to another origin carries what the page put in it too.
+				carries = append(append([]string(nil), carries...), formFields)
+			}
+			e.Sends = append(e.Sends, tools.Send{To: formDestination(f.Action), Carries: carries})
 		}
 		return nil
 	}
 }
+
+// formFields stands for the values a page put in its own form: nobody's words but
+// the page's.
+const formFields = "the form's fields"
 
 // formDestination is where a form's action reaches; an action that is no web
 // address (javascript:, nothing) is a destination nobody can name.
@@ -278,4 +288,10 @@ func scriptRead(call *tools.Call, e tools.Effect, res *tools.Result) tools.Prove
 // noContent: the call brings nothing of the page into the context (a position).
 func noContent(call *tools.Call, e tools.Effect, res *tools.Result) tools.Provenance {
 	return tools.Provenance{}
+}
+
+// originOf is a URL's origin, "" for what has none.
+func originOf(u string) string {
+	o, _ := origins.Of(u)
+	return o
 }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ferryhq/ferry/host/origins"
 	"github.com/ferryhq/ferry/host/tools"
@@ -188,17 +190,56 @@ func (st *State) pick(v string) bool {
 
 func (st *State) picked(v string) bool { return st.Picked[v] }
 
-// said reports whether text occurs verbatim in the person's own words.
+// minSaid is the shortest part of a message that counts as the person's words: a
+// digit or two the person happened to type elsewhere would let a run spell out any
+// number a character a call.
+const minSaid = 4
+
+// said reports whether text is the person's own words: a whole message of theirs,
+// or at least minSaid characters of one that start and end at word boundaries.
 func (st *State) said(text string) bool {
 	if text == "" {
 		return true
 	}
+	t := strings.TrimSpace(text)
 	for _, s := range st.Said {
-		if strings.Contains(s, text) {
+		if strings.TrimSpace(s) == t && t != "" {
 			return true
+		}
+		if utf8.RuneCountInString(t) < minSaid {
+			continue
+		}
+		for i := 0; ; {
+			j := strings.Index(s[i:], t)
+			if j < 0 {
+				break
+			}
+			at := i + j
+			if boundary(s, at, true) && boundary(s, at+len(t), false) {
+				return true
+			}
+			i = at + 1
 		}
 	}
 	return false
+}
+
+// boundary reports whether position i of s starts (or ends) a word: what is beside
+// it is no letter or digit.
+func boundary(s string, i int, start bool) bool {
+	var r rune
+	if start {
+		if i == 0 {
+			return true
+		}
+		r, _ = utf8.DecodeLastRuneInString(s[:i])
+	} else {
+		if i >= len(s) {
+			return true
+		}
+		r, _ = utf8.DecodeRuneInString(s[i:])
+	}
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 }
 
 // designated reports whether the person designated origin for this conversation.
@@ -339,10 +380,6 @@ func (st *State) privateFor(dest, starter string) []string {
 	var out []string
 	for s, l := range st.Sources {
 		if !l.Private || (s == dest && dest == starter) {
-			continue
-		}
-		// The search engine the person chose may hear of the pages they named.
-		if dest == DestSearch && st.designated(s) {
 			continue
 		}
 		out = append(out, s)

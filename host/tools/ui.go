@@ -146,10 +146,11 @@ type AskAnswer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// answered: the answer is the person's private data. A choice among options the
-// model wrote is the person's only as that exact value; typed text is the person's
-// words only when nothing untrusted was in the context that asked (else whoever
-// wrote that content may have solicited it: a password, a code).
+// answered: the answer is the person's private data. Only when nothing untrusted
+// was in the context that asked is it the person's words too: typed text as it is,
+// a choice among the options as that exact value. After untrusted content, whoever
+// wrote it may have solicited the answer (a password, a code) or written the option
+// the person picked (a URL carrying another tab's secret).
 func answered(call *Call, e Effect, res *Result) Provenance {
 	if !res.Success {
 		return Provenance{}
@@ -169,9 +170,10 @@ func answered(call *Call, e Effect, res *Result) Provenance {
 	}
 	for _, v := range values {
 		switch {
+		case call.Taint.Untrusted:
 		case option[v]:
 			r.Picked = append(r.Picked, v)
-		case !call.Taint.Untrusted:
+		default:
 			r.Said = append(r.Said, v)
 		}
 	}
