@@ -382,6 +382,12 @@ func (st *State) privateFor(dest, starter string) []string {
 		if !l.Private || (s == dest && dest == starter) {
 			continue
 		}
+		// The search engine the person set hears of the pages they designated: their
+		// choice of engine is their trust in it with what they read (README: Known
+		// limits), and no attacker reads its queries.
+		if dest == DestSearch && st.designated(s) {
+			continue
+		}
 		out = append(out, s)
 	}
 	sort.Strings(out)
