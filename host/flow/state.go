@@ -190,13 +190,10 @@ func (st *State) pick(v string) bool {
 
 func (st *State) picked(v string) bool { return st.Picked[v] }
 
-// minSaid is the shortest part of a message that counts as the person's words: a
-// digit or two the person happened to type elsewhere would let a run spell out any
-// number a character a call.
-const minSaid = 4
-
 // said reports whether text is the person's own words: a whole message of theirs,
-// or at least minSaid characters of one that start and end at word boundaries.
+// or words of one, starting and ending at word boundaries (a digit inside a number
+// the person typed is not theirs to send: a run could spell out any number a
+// character a call).
 func (st *State) said(text string) bool {
 	if text == "" {
 		return true
@@ -205,9 +202,6 @@ func (st *State) said(text string) bool {
 	for _, s := range st.Said {
 		if strings.TrimSpace(s) == t && t != "" {
 			return true
-		}
-		if utf8.RuneCountInString(t) < minSaid {
-			continue
 		}
 		for i := 0; ; {
 			j := strings.Index(s[i:], t)

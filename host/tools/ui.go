@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -146,11 +147,12 @@ type AskAnswer struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// answered: the answer is the person's private data. Only when nothing untrusted
-// was in the context that asked is it the person's words too: typed text as it is,
-// a choice among the options as that exact value. After untrusted content, whoever
-// wrote it may have solicited the answer (a password, a code) or written the option
-// the person picked (a URL carrying another tab's secret).
+// answered: the answer is the person's private data. A choice among the options is
+// the person's as that exact value, unless it holds a URL: the model wrote the
+// option, and picking it does not make its address one the person gave (it may carry
+// another tab's secret). Typed text is the person's words only when nothing untrusted
+// was in the context that asked; after that, whoever wrote the content may have
+// solicited it (a password, a code).
 func answered(call *Call, e Effect, res *Result) Provenance {
 	if !res.Success {
 		return Provenance{}
@@ -170,15 +172,18 @@ func answered(call *Call, e Effect, res *Result) Provenance {
 	}
 	for _, v := range values {
 		switch {
-		case call.Taint.Untrusted:
-		case option[v]:
+		case option[v] && !urlIn.MatchString(v):
 			r.Picked = append(r.Picked, v)
+		case option[v] || call.Taint.Untrusted:
 		default:
 			r.Said = append(r.Said, v)
 		}
 	}
 	return Provenance{Reads: []Read{r}}
 }
+
+// urlIn finds an address in an option.
+var urlIn = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://|www\.`)
 
 // askUserParams is ask_user's: a question, optional choices, and whether several may
 // be picked. multiple without options makes no sense: the description says so and
