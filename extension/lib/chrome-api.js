@@ -113,6 +113,10 @@ export function tabsUpdate(tabId, props) {
   return chrome.tabs.update(tabId, props);
 }
 
+export function sessionRulesUpdate(options) {
+  return chrome.declarativeNetRequest.updateSessionRules(options);
+}
+
 export function tabsRemove(tabId) {
   return chrome.tabs.remove(tabId);
 }

@@ -274,6 +274,9 @@ const urlPattern = `"^([hH][tT][tT][pP][sS]?|[fF][iI][lL][eE]|[aA][bB][oO][uU][t
 
 const maxLoadWait = 30 * time.Second
 
+// maxHops bounds the redirects between hosts one open_tab follows.
+const maxHops = 10
+
 func (d Deps) openTab(own *ownTabs) tools.Tool {
 	return tools.Tool{
 		Name: "open_tab",
@@ -304,6 +307,11 @@ func (d Deps) openTab(own *ownTabs) tools.Tool {
 				return nil, err
 			}
 			args["timeout_ms"] = maxLoadWait.Milliseconds()
+			if call.Scope.Judged() {
+				// The tab stops at a redirect to another host, which the run's rule then
+				// judges as a destination of its own (below).
+				args["stay_on_host"] = true
+			}
 			var out struct {
 				TabID    int    `json:"tab_id"`
 				WindowID int    `json:"window_id"`
@@ -318,9 +326,29 @@ func (d Deps) openTab(own *ownTabs) tools.Tool {
 				// behind (protocol/BROWSER.md).
 				Dialogs json.RawMessage `json:"dialogs,omitempty"`
 				Dialog  json.RawMessage `json:"dialog,omitempty"`
+				// StoppedRedirect is where the page redirected to another host; the tab
+				// stopped before going there.
+				StoppedRedirect string `json:"stopped_redirect,omitempty"`
 			}
 			if err := d.call(ctx, "browser.tabs.open", args, &out, maxLoadWait+10*time.Second); err != nil {
 				return nil, err
+			}
+			for hop := 0; out.StoppedRedirect != "" && hop < maxHops; hop++ {
+				next := out.StoppedRedirect
+				if err := tools.CheckSend(ctx, call, tools.Send{URL: next}); err != nil {
+					return nil, err
+				}
+				if err := checkURL(next); err != nil {
+					return nil, tools.Failf(tools.CodeActionUnavailable, "the page redirected to %s, which a tab cannot be sent to: %v", next, err)
+				}
+				// The hop may carry what it carries: go there, pinned again.
+				again := map[string]any{"url": next, "tab_id": out.TabID, "timeout_ms": args["timeout_ms"], "stay_on_host": true}
+				if err := d.call(ctx, "browser.tabs.open", again, &out, maxLoadWait+10*time.Second); err != nil {
+					return nil, err
+				}
+			}
+			if out.StoppedRedirect != "" {
+				return nil, tools.Failf(tools.CodeActionUnavailable, "stopped after %d redirects between hosts (the last pointed to %s)", maxHops, out.StoppedRedirect)
 			}
 			if _, navigated := args["tab_id"]; !navigated {
 				own.add(tools.Owner(ctx, call), out.TabID)

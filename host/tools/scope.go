@@ -98,6 +98,10 @@ func (s *Scope) ForRun(runID, conversationID string, budget *Budget, gate Gate) 
 	return n
 }
 
+// Judged reports whether the calls of the scope are under a run's data-flow rule:
+// a tool that meets a destination while it runs (a redirect) asks it with CheckSend.
+func (s *Scope) Judged() bool { return s.gate() != nil }
+
 func (s *Scope) gate() Gate {
 	if s == nil {
 		return nil

@@ -91,7 +91,7 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
     },
 
     async 'browser.tabs.open'(params = {}) {
-      const { url, active = true, window_id: windowId, wait_until_loaded: wait = true } = params;
+      const { url, active = true, window_id: windowId, wait_until_loaded: wait = true, stay_on_host: stay = false } = params;
       if (typeof url !== 'string' || url === '') throw fail('invalid', 'url is required');
       let timeoutMs = params.timeout_ms ?? MAX_WAIT_MS;
       if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) throw fail('invalid', 'timeout_ms must be a positive number');
@@ -104,20 +104,31 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
       if (tabId !== undefined) await leaving?.check(await getTab(api, tabId));
       // The document it loads is driven from its first script: a dialog while loading is answered and reported.
       const undrive = leaving ? await leaving.drive(url) : () => {};
+      let unpin = async () => {};
       try {
         if (tabId !== undefined) {
           const current = await getTab(api, tabId);
           await checkDocument(api, current, documentParam(params));
           previousUrl = current.url;
+          if (stay) unpin = await pinHost(api, tabId, url);
           waiting = wait ? waitForLoad(api, tabId, { timeoutMs, timers, requireLoading: true }) : null;
           tab = await api.tabsUpdate(tabId, { url, active: !!active });
           if (active && tab.windowId !== undefined) await api.windowsUpdate(tab.windowId, { focused: true }).catch(() => {});
+        } else if (stay && api.sessionRulesUpdate) {
+          // The tab must exist before a rule can name it: open it blank, pin it, then load.
+          const props = { url: 'about:blank', active: !!active };
+          if (Number.isInteger(windowId)) props.windowId = windowId;
+          tab = await api.tabsCreate(props);
+          unpin = await pinHost(api, tab.id, url);
+          waiting = wait ? waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true }) : null;
+          tab = await api.tabsUpdate(tab.id, { url });
         } else {
           const props = { url, active: !!active };
           if (Number.isInteger(windowId)) props.windowId = windowId;
           tab = await api.tabsCreate(props);
         }
       } catch (err) {
+        await unpin();
         undrive();
         if (/Invalid url|Cannot navigate to|Illegal URL/i.test(String(err?.message))) throw fail('invalid', `cannot open ${url}: ${err.message}`);
         throw tabError(err, tabId);
@@ -135,9 +146,11 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
           watch?.stop();
         }
       }
+      await unpin();
       undrive();
       const now = await getTab(api, tab.id);
       const waited = wait ? Date.now() - started : 0;
+      const stopped = stay && hostOf(now.url || now.pendingUrl || '') !== hostOf(url) ? { stopped_redirect: now.url || now.pendingUrl } : {};
       const met = leaving && !dialog ? await leaving.met(now, started) : [];
       return {
         tab_id: now.id,
@@ -151,6 +164,7 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
         ...(timedOut ? { note: `the page was still loading after ${timeoutMs} ms; it may finish later` } : {}),
         ...(met.length ? { dialogs: met } : {}),
         ...(dialog ? { dialog, note: 'the page stopped loading behind a dialog of its own, which waits for a person' } : {}),
+        ...stopped,
       };
     },
 
@@ -180,4 +194,29 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
       return { tab_id: tab.id, window_id: tab.windowId };
     },
   };
+}
+
+function hostOf(u) {
+  try {
+    return new URL(u).hostname;
+  } catch {
+    return '';
+  }
+}
+
+let nextRule = 1;
+
+/**
+ * Keeps a tab's loads on url's host while a call opens it: a redirect to another host
+ * is blocked before its request leaves (declarativeNetRequest), so that the host can
+ * judge that hop as a destination of its own (stopped_redirect). Returns the undo.
+ */
+async function pinHost(api, tabId, url) {
+  const host = hostOf(url);
+  if (!api.sessionRulesUpdate || !host) return async () => {};
+  const id = nextRule++;
+  await api.sessionRulesUpdate({
+    addRules: [{ id, priority: 1, action: { type: 'block' }, condition: { tabIds: [tabId], resourceTypes: ['main_frame'], excludedRequestDomains: [host] } }],
+  });
+  return () => api.sessionRulesUpdate({ removeRuleIds: [id] }).catch(() => {});
 }
