@@ -131,8 +131,7 @@
   // Reads a ModelContextTool as WebIDL converts the dictionary: its members in
   // alphabetical order, each converted as it is read.
   function readTool(tool) {
-    if (tool !== undefined && tool !== null && !isObject(tool)) throw new TypeError(`${REG}The provided value is not of type 'ModelContextTool'.`);
-    if (tool === null) throw new TypeError(`${REG}The provided value is not of type 'ModelContextTool'.`);
+    if (tool === null || (tool !== undefined && !isObject(tool))) throw new TypeError(`${REG}The provided value is not of type 'ModelContextTool'.`);
     const t = tool ?? {};
     const missing = (k) => new TypeError(`${REG}Failed to read the '${k}' property from 'ModelContextTool': Required member is undefined.`);
     let annotations;
