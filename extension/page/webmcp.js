@@ -574,9 +574,9 @@
     queueMicrotask(scan);
   }
   // The browser registers a form as the parser inserts it, so a script after the
-  // form (the French-bistro demo's module reading getTools()) finds its tool: the
-  // forms are watched from document_start, and every method looks at what changed
-  // since the observer last spoke before it answers.
+  // form (a module script reading getTools()) finds its tool: the forms are watched
+  // from document_start, and every method looks at what changed since the observer
+  // last spoke before it answers.
   let observer = null;
   function flushForms() {
     if (!observer) return;
