@@ -25,12 +25,15 @@
   const doc = win.document;
   const DocumentProto = win.Document?.prototype;
   const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+  // Taken now: a removed frame's window no longer has its constructors, and its
+  // ModelContext must still refuse with the right exception.
+  const DOMExceptionOf = win.DOMException;
 
   function unknownError(message) {
-    return new win.DOMException(message, 'UnknownError');
+    return new DOMExceptionOf(message, 'UnknownError');
   }
   function invalidState(message) {
-    return new win.DOMException(message, 'InvalidStateError');
+    return new DOMExceptionOf(message, 'InvalidStateError');
   }
   const later = (fn) => win.setTimeout(fn, 0);
 
@@ -39,6 +42,13 @@
   // except on file: pages.
   const domainEnabled = () => win.originAgentCluster === false && win.location.protocol !== 'file:';
   const DOMAIN_ENABLED = 'document.modelContext cannot be used when document.domain is enabled.';
+  // The spec's first refusal: a document that is no longer fully active (its frame
+  // was removed) registers, lists and runs nothing.
+  function refusal() {
+    if (doc.defaultView === null) return new DOMExceptionOf('The document is not active.', 'InvalidStateError');
+    if (domainEnabled()) return new DOMExceptionOf(DOMAIN_ENABLED, 'SecurityError');
+    return null;
+  }
 
   // executeTool's input has been an object since the spec changed it (Chromium 155);
   // the browsers before took the JSON text and refuse an object while they convert
@@ -160,7 +170,8 @@
     try {
       if (args.length === 0) throw new TypeError(`${REG}1 argument required, but only 0 present.`);
       const t = readTool(args[0]);
-      if (domainEnabled()) throw new win.DOMException(DOMAIN_ENABLED, 'SecurityError');
+      const refused = refusal();
+      if (refused) throw refused;
       flushForms();
       if (tools.has(t.name)) throw invalidState('Duplicate tool name');
       if (!NAME.test(t.name)) throw invalidState('Invalid tool name');
@@ -181,11 +192,11 @@
         try {
           u = new URL(String(o));
         } catch {
-          throw new win.DOMException('Only secure origins are allowed in the exposedTo list.', 'SecurityError');
+          throw new DOMExceptionOf('Only secure origins are allowed in the exposedTo list.', 'SecurityError');
         }
         const local = u.hostname === 'localhost' || u.hostname === '127.0.0.1' || u.hostname === '[::1]' || u.hostname.endsWith('.localhost');
         if (u.protocol !== 'https:' && !(u.protocol === 'http:' && local) && u.protocol !== 'file:') {
-          throw new win.DOMException('Only secure origins are allowed in the exposedTo list.', 'SecurityError');
+          throw new DOMExceptionOf('Only secure origins are allowed in the exposedTo list.', 'SecurityError');
         }
       }
       entry = { name: t.name, title: t.title, description: t.description, schema, execute: t.execute, signal, annotations: t.annotations };
@@ -250,9 +261,10 @@
       if (tool[k] === undefined) throw new TypeError(`${EXEC}Failed to read the '${k}' property from 'RegisteredTool': Required member is undefined.`);
     }
     const args = inputObject(input);
-    if (domainEnabled()) throw new win.DOMException(DOMAIN_ENABLED, 'SecurityError');
+    const refused = refusal();
+    if (refused) throw refused;
     const signal = options?.signal;
-    if (signal?.aborted) throw signal.reason ?? new win.DOMException('signal is aborted without reason', 'AbortError');
+    if (signal?.aborted) throw signal.reason ?? new DOMExceptionOf('signal is aborted without reason', 'AbortError');
     flushForms();
     const e = tools.get(String(tool.name));
     if (!e || tool.window !== win || tool.origin !== win.location.origin) throw unknownError('The operation failed for an unknown transient reason (e.g. out of memory).');
@@ -617,7 +629,8 @@
     Object.defineProperties(proto, {
       registerTool: method(function registerTool(tool, options = {}) { return registerToolOn(this, arguments, options); }),
       getTools: method(async function getTools() {
-        if (domainEnabled()) throw new win.DOMException(DOMAIN_ENABLED, 'SecurityError');
+        const refused = refusal();
+        if (refused) throw refused;
         flushForms();
         return [...tools.values()].map(registered).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       }),

@@ -130,10 +130,11 @@ func viewIn(t *testing.T, ctx, browser context.Context, url string) (pageView, c
 	return v, tab
 }
 
-// forms, bistro, domain and navigate hold the shim to the browser's own WebMCP
-// (Chromium 156): each rule of the declarative synthesis, a form read by a script
-// right after it, document.domain's gate, and a form tool that navigates.
-var webmcpPages = []string{"spec", "declarative", "forms", "bistro", "domain", "navigate", "polyfill", "global", "usewebmcp", "wu"}
+// forms, bistro, domain, detached and navigate hold the shim to the browser's own
+// WebMCP (Chromium 156): each rule of the declarative synthesis, a form read by a
+// script right after it, document.domain's gate, a removed frame's refusals, and a
+// form tool that navigates.
+var webmcpPages = []string{"spec", "declarative", "forms", "bistro", "domain", "detached", "navigate", "polyfill", "global", "usewebmcp", "wu"}
 
 // ownRuntime: pages that bring their own WebMCP, so that they work in a browser
 // without one, Ferry or not.
