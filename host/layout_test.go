@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,6 +37,34 @@ func TestNoImportRunsBackUp(t *testing.T) {
 				t.Errorf("%s is a leaf package but imports %s", path, rel)
 			case strings.HasPrefix(rel, "host/") && strings.HasPrefix(pkg, rel+"/"):
 				t.Errorf("%s imports %s, a package above it", path, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A comment is read by whoever has the repository and nothing else, so it names no
+// document that lives beside it (the specification seeds, the design map, a
+// machine's own folders): what such a document says, the comment says itself.
+func TestCommentsPointInsideTheRepository(t *testing.T) {
+	outside := regexp.MustCompile(`(?i)\bseeds?\s+\d+|\bseeds/|\bDESIGN\.md\b|/work/|\bshared/`)
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		for _, g := range f.Comments {
+			for _, c := range g.List {
+				if m := outside.FindString(c.Text); m != "" {
+					t.Errorf("%s: a comment points outside the repository (%q): %s", fset.Position(c.Pos()), m, c.Text)
+				}
 			}
 		}
 		return nil

@@ -70,6 +70,7 @@ func cmdMCP(args []string, stdout, stderr io.Writer) int {
 		&mcp.ServerOptions{Instructions: mcpInstructions + "\n\n" + agent.ToolGuide,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
 	s.addMetaTools()
+	s.server.AddReceivingMiddleware(s.unlisted)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s.connect(ctx)
@@ -304,6 +305,30 @@ func (s *mcpServer) forward(name string) mcp.ToolHandler {
 			return toolResult(tools.Result{Code: tools.CodeHandlerError, Reason: "the browser host did not answer: " + err.Error()}), nil
 		}
 		return toolResult(res), nil
+	}
+}
+
+// metaTools are the tools `ferry mcp` answers itself (addMetaTools).
+var metaTools = map[string]bool{"ferry_list_tabs": true, "ferry_bind_tab": true}
+
+// unlisted hands a call of a tool the client was not offered (one mcp.allowed_tools
+// excludes, one the bound tab no longer declares, a name that never existed) to the
+// host's pipeline instead of the SDK's "unknown tool" error: the pipeline refuses it
+// with its code, and its refusal is an audit row like every other call an outside
+// agent makes, with or without a browser host.
+func (s *mcpServer) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if method != "tools/call" || !ok || r.Params == nil || metaTools[r.Params.Name] {
+			return next(ctx, method, req)
+		}
+		s.mu.Lock()
+		_, listed := s.current[r.Params.Name]
+		s.mu.Unlock()
+		if listed {
+			return next(ctx, method, req)
+		}
+		return s.forward(r.Params.Name)(ctx, r)
 	}
 }
 

@@ -195,6 +195,43 @@ func TestMCPAllowedToolsSetting(t *testing.T) {
 	}
 }
 
+// A call of a tool the client was not offered, with no browser host: the pipeline
+// refuses it (not the SDK's "unknown tool"), and the refusal is an audit row, as a
+// call through a live host is (TestMCPWithLiveHost).
+func TestMCPRefusalsAuditedWithoutHost(t *testing.T) {
+	home := t.TempDir()
+	if _, stderr, code := runFerry(t, home, "", "config", "set", control.SettingAllowedTools, "list_tasks"); code != 0 {
+		t.Fatalf("config set: %s", stderr)
+	}
+	cs, _ := mcpSession(t, home, nil)
+	if names := toolNames(t, cs); names["create_task"] != nil {
+		t.Fatalf("create_task is offered although mcp.allowed_tools excludes it: %v", keys(names))
+	}
+	res := callTool(t, cs, "create_task", map[string]any{"subject": "never"})
+	if res["code"] != "PERMISSION_DENIED" || !strings.Contains(mustJSON(res["reason"]), control.SettingAllowedTools) {
+		t.Errorf("create_task excluded by mcp.allowed_tools: %v", res)
+	}
+	res = callTool(t, cs, "no_such_tool", map[string]any{})
+	if res["code"] != "NOT_FOUND" {
+		t.Errorf("a tool that does not exist: %v", res)
+	}
+	if res := callTool(t, cs, "list_tasks", map[string]any{}); res["success"] != true || strings.Contains(mustJSON(res), "never") {
+		t.Errorf("list_tasks after the refused create_task: %v", res)
+	}
+	cs.Close()
+	db, err := storage.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for tool, code := range map[string]string{"create_task": "PERMISSION_DENIED", "no_such_tool": "NOT_FOUND"} {
+		rows, err := db.QueryAudit(context.Background(), storage.AuditFilter{Tool: tool})
+		if err != nil || len(rows) != 1 || rows[0].Caller != "mcp" || rows[0].Code != code || rows[0].Success {
+			t.Errorf("audit rows for the refused %s: %+v %v, want one of caller mcp and code %s", tool, rows, err, code)
+		}
+	}
+}
+
 func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func keys[V any](m map[string]V) []string {
@@ -272,6 +309,22 @@ func TestMCPWithLiveHost(t *testing.T) {
 	}
 	if r["code"] != "PERMISSION_DENIED" {
 		t.Errorf("execute_script through the socket: %v", r)
+	}
+	// And through `ferry mcp`, which does not offer it: the host refuses and audits it.
+	if res := callTool(t, cs, "execute_script", map[string]any{"code": "1"}); res["code"] != "PERMISSION_DENIED" {
+		t.Errorf("execute_script through ferry mcp: %v", res)
+	}
+	if err := c.Call(context.Background(), "audit.query", map[string]any{"tool": "execute_script"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	mcpRows := 0
+	for _, e := range out.Entries {
+		if e.Caller == "mcp" && e.Code == "PERMISSION_DENIED" {
+			mcpRows++
+		}
+	}
+	if mcpRows != 1 {
+		t.Errorf("audit rows of execute_script refused to ferry mcp: %d, want 1 (%+v)", mcpRows, out.Entries)
 	}
 	// Extension-only methods are not reachable.
 	if err := c.Call(context.Background(), "page.actions.update", map[string]any{}, nil); err == nil {

@@ -136,7 +136,8 @@ func TestToolDefinition(t *testing.T) {
 		t.Errorf("schema = %+v", schema)
 	}
 	mr := schema.Properties["max_results"]
-	// Above 10 is capped, not refused (seed 001): the schema sets no maximum.
+	// Above 10 is capped, not refused (Search brings it into range, and the tool's
+	// description says so): the schema sets no maximum.
 	if mr["type"] != "integer" || mr["minimum"] != 1.0 || mr["maximum"] != nil || mr["default"] != 5.0 {
 		t.Errorf("max_results = %v", mr)
 	}

@@ -40,7 +40,7 @@ func TestBuiltinSchemasCompile(t *testing.T) {
 	}
 }
 
-// Seed 001's sub-agent types over the real builtins: a researcher gets web search,
+// The sub-agent types over the real builtins: a researcher gets web search,
 // web fetch and the page reading tools, all of kind read and none that navigates; a
 // page_operator gets every browser tool (tabs, DOM, page interaction) and no web
 // or workspace tool; general gets all but ask_user and agent.

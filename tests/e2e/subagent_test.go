@@ -1,6 +1,6 @@
 package e2e
 
-// Seed 001's sub-agent types in a real browser: one run (chat.send, a fake model on
+// The sub-agent types in a real browser: one run (chat.send, a fake model on
 // loopback) hands a form page to a researcher, which tries every kind of write and
 // may only read, then another copy of the page to a page_operator, which fills the
 // form from its snapshot's refs and places the order. Each is judged by what the
