@@ -204,19 +204,19 @@ function hostOf(u) {
   }
 }
 
-let nextRule = 1;
-
 /**
  * Keeps a tab's loads on url's host while a call opens it: a redirect to another host
  * is blocked before its request leaves (declarativeNetRequest), so that the host can
- * judge that hop as a destination of its own (stopped_redirect). Returns the undo.
+ * judge that hop as a destination of its own (stopped_redirect). The rule's id is the
+ * tab's, so a rule a suspended service worker left behind is replaced, never doubled.
+ * Returns the undo.
  */
 async function pinHost(api, tabId, url) {
   const host = hostOf(url);
   if (!api.sessionRulesUpdate || !host) return async () => {};
-  const id = nextRule++;
   await api.sessionRulesUpdate({
-    addRules: [{ id, priority: 1, action: { type: 'block' }, condition: { tabIds: [tabId], resourceTypes: ['main_frame'], excludedRequestDomains: [host] } }],
+    removeRuleIds: [tabId],
+    addRules: [{ id: tabId, priority: 1, action: { type: 'block' }, condition: { tabIds: [tabId], resourceTypes: ['main_frame'], excludedRequestDomains: [host] } }],
   });
-  return () => api.sessionRulesUpdate({ removeRuleIds: [id] }).catch(() => {});
+  return () => api.sessionRulesUpdate({ removeRuleIds: [tabId] }).catch(() => {});
 }
