@@ -16,7 +16,9 @@ func TestOpenStaysOnHost(t *testing.T) {
 	other := serveOn(t, "127.0.0.7", func(w http.ResponseWriter, r *http.Request) { htmlPage(w, "other", "", "<p>other</p>") })
 	mux := http.NewServeMux()
 	mux.HandleFunc("/same", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/landed", http.StatusFound) })
-	mux.HandleFunc("/cross", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, other.URL+"/x?k=secret", http.StatusFound) })
+	mux.HandleFunc("/cross", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/x?k=secret", http.StatusFound)
+	})
 	mux.HandleFunc("/landed", func(w http.ResponseWriter, r *http.Request) { htmlPage(w, "landed", "", "<p>ok</p>") })
 	site := serveOn(t, "127.0.0.6", mux.ServeHTTP)
 
