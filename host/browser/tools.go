@@ -394,9 +394,34 @@ func (d Deps) navigate(own *ownTabs) tools.Tool {
 				}
 			}
 			tabDefault(args, call)
+			_, toURL := args["url"]
+			if toURL && call.Scope.Judged() {
+				args["stay_on_host"] = true // as open_tab: each hop to another host is judged
+			}
 			var out json.RawMessage
 			if err := d.call(ctx, "browser.page.navigate", args, &out, maxLoadWait+10*time.Second); err != nil {
 				return nil, err
+			}
+			for hop := 0; toURL; hop++ {
+				var r struct {
+					StoppedRedirect string `json:"stopped_redirect"`
+				}
+				if json.Unmarshal(out, &r) != nil || r.StoppedRedirect == "" {
+					break
+				}
+				if hop == maxHops {
+					return nil, tools.Failf(tools.CodeActionUnavailable, "stopped after %d redirects between hosts (the last pointed to %s)", maxHops, r.StoppedRedirect)
+				}
+				if err := tools.CheckSend(ctx, call, tools.Send{URL: r.StoppedRedirect}); err != nil {
+					return nil, err
+				}
+				if err := checkURL(r.StoppedRedirect); err != nil {
+					return nil, tools.Failf(tools.CodeActionUnavailable, "the page redirected to %s, which a tab cannot be sent to: %v", r.StoppedRedirect, err)
+				}
+				args["url"] = r.StoppedRedirect
+				if err := d.call(ctx, "browser.page.navigate", args, &out, maxLoadWait+10*time.Second); err != nil {
+					return nil, err
+				}
 			}
 			return out, nil
 		},

@@ -39,6 +39,17 @@ func TestOpenStaysOnHost(t *testing.T) {
 	if h := other.heard(); strings.Contains(h, "secret") {
 		t.Errorf("the other host heard the redirect: %q", h)
 	}
+	// browser_navigate's load is pinned the same way.
+	var nav struct {
+		StoppedRedirect string `json:"stopped_redirect"`
+	}
+	b.must("browser.page.navigate", map[string]any{"tab_id": same.TabID, "url": site.URL + "/cross", "stay_on_host": true}, &nav)
+	if nav.StoppedRedirect != other.URL+"/x?k=secret" {
+		t.Errorf("a navigation redirected to another host: %+v", nav)
+	}
+	if h := other.heard(); strings.Contains(h, "secret") {
+		t.Errorf("the other host heard the navigation's redirect: %q", h)
+	}
 	// The same tab, pinned no more, goes there when asked to.
 	var again struct {
 		URL string `json:"url"`

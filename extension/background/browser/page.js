@@ -2,7 +2,7 @@
 // tab, through chrome.scripting, and the sandbox through the offscreen document.
 
 import { fail, fromReport, BrowserError } from './errors.js';
-import { resolveTab, waitForLoad, getTab, MAX_WAIT_MS } from './tabs.js';
+import { resolveTab, waitForLoad, getTab, MAX_WAIT_MS, pinHost, hostOf } from './tabs.js';
 import { restrictedReason, scriptingFailureReason } from './urls.js';
 import { DEFAULT_LIMITS, runUserCode } from './user-code.js';
 import { encodeBase64 } from './base64.js';
@@ -344,6 +344,8 @@ export function createPageMethods(api, { timers = globalThis, dialogs = createDi
       const undrive = await leaving.drive(url ?? (action === 'reload' ? tab.url : ''));
       // Started before the navigation, so that its "loading" update is seen.
       const wait = loaded(tab, waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true }));
+      // A call the host's rule judges stops at a redirect to another host (tabs.js).
+      const unpin = url !== undefined && params.stay_on_host ? await pinHost(api, tab.id, url) : async () => {};
       try {
         if (url !== undefined) await api.tabsUpdate(tab.id, { url });
         else if (action === 'back') await api.tabsGoBack(tab.id);
@@ -359,10 +361,14 @@ export function createPageMethods(api, { timers = globalThis, dialogs = createDi
           throw fail('invalid', `cannot go ${action}: there is no page that way in the tab's history`);
         }
         undrive();
+        await unpin();
         if (/Invalid url|Cannot navigate/i.test(m)) throw fail('invalid', `cannot open ${url}: ${m}`);
         throw err;
       }
-      return arrived(tab, await wait, started, undrive);
+      const out = await arrived(tab, await wait, started, undrive);
+      await unpin();
+      if (url !== undefined && params.stay_on_host && out?.url && hostOf(out.url) !== hostOf(url)) out.stopped_redirect = out.url;
+      return out;
     },
 
     async 'browser.page.dialog'(params = {}) {

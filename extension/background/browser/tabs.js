@@ -196,7 +196,7 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
   };
 }
 
-function hostOf(u) {
+export function hostOf(u) {
   try {
     return new URL(u).hostname;
   } catch {
@@ -211,7 +211,7 @@ function hostOf(u) {
  * tab's, so a rule a suspended service worker left behind is replaced, never doubled.
  * Returns the undo.
  */
-async function pinHost(api, tabId, url) {
+export async function pinHost(api, tabId, url) {
   const host = hostOf(url);
   if (!api.sessionRulesUpdate || !host) return async () => {};
   await api.sessionRulesUpdate({
