@@ -184,6 +184,12 @@ func (g *gw) named(args []string, cmd string, fn func(context.Context, *store.St
 	if code != 0 {
 		return code
 	}
+	return g.act(name, fn, done)
+}
+
+// act runs fn on the database of the flags already parsed: parsing them again
+// would reset --db to its default.
+func (g *gw) act(name string, fn func(context.Context, *store.Store, string) error, done string) int {
 	ctx := context.Background()
 	st, ok := g.open(ctx)
 	if !ok {
@@ -436,7 +442,7 @@ func (g *gw) userSet(args []string) int {
 			c.Admin = f.admin
 		}
 	})
-	return g.named([]string{name}, "user set", func(ctx context.Context, st *store.Store, name string) error {
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
 		return st.UpdateUser(ctx, g.actor(), name, c)
 	}, "updated user %s")
 }
@@ -492,7 +498,7 @@ func (g *gw) teamSet(args []string) int {
 	if code != 0 {
 		return code
 	}
-	return g.named([]string{name}, "team set", func(ctx context.Context, st *store.Store, name string) error {
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
 		return st.SetTeam(ctx, g.actor(), store.Team{Name: name, DailyTokens: *tokens, RPM: *rpm})
 	}, "set the limits of team %s")
 }
