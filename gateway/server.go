@@ -55,7 +55,17 @@ type Options struct {
 	TLSCert  string
 	TLSKey   string
 	Insecure bool // allow a non-loopback address without TLS
-	Log      zerolog.Logger
+	// Spool is the folder of the local journal that keeps usage the database
+	// has not yet taken (default: beside a SQLite file; required for
+	// PostgreSQL). The gateway processes of one database on one machine share it.
+	Spool string
+	// SpoolMax bounds the journal's file (default 1 GiB): past it, new requests
+	// are refused until the database is back.
+	SpoolMax int64
+	// Grace is how long a stop waits for requests in flight (default 30 s):
+	// those still running then are ended with the dialect's error, and settled.
+	Grace time.Duration
+	Log   zerolog.Logger
 	// Ready hears the address actually listened on (useful with port 0).
 	Ready func(addr string)
 }
@@ -117,8 +127,27 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	started := time.Now()
 	instance := store.NewID(started)
+	if o.Spool == "" {
+		if store.IsPostgres(o.DB) {
+			return errors.New("give --spool DIR: the folder where this machine's gateway keeps usage the database has not yet taken")
+		}
+		o.Spool = SpoolFor(o.DB)
+	}
+	if o.SpoolMax <= 0 {
+		o.SpoolMax = 1 << 30
+	}
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	j, left, err := proxy.OpenJournal(o.Spool, instance, o.SpoolMax)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		o.Log.Warn().Int("requests", len(left)).Str("spool", o.Spool).Msg("settling the requests a stopped gateway left in the spool")
+	}
 	reg := &metrics.Registry{}
-	px := proxy.New(st, instance, reg, o.Log)
+	px := proxy.New(st, j, left, instance, reg, o.Log)
 	px.SetSnapshot(auth.NewSnapshot(cfg))
 	reload := func(ctx context.Context) error {
 		c, err := st.LoadConfig(ctx)
@@ -150,7 +179,10 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
+	base, endRequests := context.WithCancelCause(context.Background())
+	defer endRequests(nil)
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return base },
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -222,15 +254,23 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	case <-ctx.Done():
 	}
-	o.Log.Info().Msg("gateway stopping: finishing requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	o.Log.Info().Dur("grace", o.Grace).Msg("gateway stopping: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
-	srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		o.Log.Warn().Msg("the grace is over: ending the requests still in flight")
+		endRequests(proxy.ErrShutdown)
+		srv.Close()
+	}
+	px.Wait()
 	px.Close()
 	stopBG()
 	st.Leave(context.Background(), instance)
 	return nil
 }
+
+// SpoolFor is the spool folder of a SQLite database: beside its file.
+func SpoolFor(db string) string { return db + ".spool" }
 
 func every(ctx context.Context, d time.Duration, fn func()) {
 	t := time.NewTicker(d)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ import (
 
 const gatewayUse = `usage:
   ferry gateway serve [--addr 127.0.0.1:8787] [--db PATH | --db postgres://…] [--tls-cert F --tls-key F] [--insecure]
+                      [--spool DIR] [--spool-max-mb N] [--grace 30s]
   ferry gateway upstream add NAME --kind openai|anthropic --base-url URL [--api-key-stdin]
   ferry gateway upstream list [--json] | remove NAME
   ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]…
@@ -209,6 +211,9 @@ func (g *gw) serve(args []string) int {
 	cert := fs.String("tls-cert", "", "TLS certificate file (PEM)")
 	key := fs.String("tls-key", "", "TLS key file (PEM)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without TLS")
+	spool := fs.String("spool", "", "folder of the local spool that keeps usage while the database is unreachable (default: beside a SQLite file; gateway-spool in Ferry's data directory for PostgreSQL)")
+	spoolMB := fs.Int64("spool-max-mb", 1024, "largest the spool may grow; past it new requests are refused until the database is back")
+	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM, how long requests in flight may run before they are ended")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -222,9 +227,17 @@ func (g *gw) serve(args []string) int {
 			return g.fail(err)
 		}
 	}
+	if *spool == "" && store.IsPostgres(g.db) {
+		d, err := storage.DefaultDataDir()
+		if err != nil {
+			return g.fail(err)
+		}
+		*spool = filepath.Join(d, "gateway-spool")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := gateway.Serve(ctx, gateway.Options{Addr: *addr, DB: g.db, TLSCert: *cert, TLSKey: *key, Insecure: *insecure,
+		Spool: *spool, SpoolMax: *spoolMB << 20, Grace: *grace,
 		Log: gateway.Logger(g.stderr),
 		Ready: func(u string) {
 			fmt.Fprintf(g.stdout, "ferry gateway: listening on %s (admin page: %s/admin)\n", u, u)

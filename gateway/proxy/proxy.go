@@ -49,7 +49,10 @@ type Proxy struct {
 	http     *http.Client
 	snap     atomic.Pointer[auth.Snapshot]
 	rec      *recorder
+	j        *Journal
 	m        *meters
+	// handlers counts the requests being served, for a shutdown to wait on.
+	handlers sync.WaitGroup
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -75,7 +78,9 @@ type meters struct {
 }
 
 // New makes a proxy writing to st, counting into reg.
-func New(st *store.Store, instance string, reg *metrics.Registry, log zerolog.Logger) *Proxy {
+// What the journal j holds from processes that stopped (spooled) is written
+// first.
+func New(st *store.Store, j *Journal, spooled []store.Settlement, instance string, reg *metrics.Registry, log zerolog.Logger) *Proxy {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	// Hundreds of streams may be open to one vendor at once.
 	t.MaxIdleConns = 1024
@@ -93,7 +98,8 @@ func New(st *store.Store, instance string, reg *metrics.Registry, log zerolog.Lo
 		active:    reg.NewGauge("ferry_gateway_active_requests", "Requests being answered now."),
 		fallbacks: reg.NewCounter("ferry_gateway_fallbacks_total", "Requests passed to a route's next upstream, by the upstream that failed.", "upstream"),
 	}
-	p.rec = newRecorder(st, log)
+	p.j = j
+	p.rec = newRecorder(st, j, spooled, log)
 	return p
 }
 
@@ -113,11 +119,28 @@ func (p *Proxy) SetSnapshot(s *auth.Snapshot) {
 // Snapshot is the configuration in force.
 func (p *Proxy) Snapshot() *auth.Snapshot { return p.snap.Load() }
 
-// Close waits for the audit of answered requests to be written.
-func (p *Proxy) Close() { p.rec.close() }
+// Close writes the audit of answered requests, to the database or else to the
+// journal, which stays for the next start only when it holds something.
+func (p *Proxy) Close() {
+	left := p.rec.close()
+	p.j.Close()
+	if left == 0 {
+		p.j.Remove()
+	}
+}
+
+// Wait waits for the requests being served to end.
+func (p *Proxy) Wait() { p.handlers.Wait() }
+
+// Backlog is what waits to be written to the database: in memory, and in the
+// journal.
+func (p *Proxy) Backlog() (queued, spooled int) { return p.rec.backlog() }
 
 // Flush waits until every request answered so far is settled and audited.
 func (p *Proxy) Flush() { p.rec.flush() }
+
+// ErrShutdown ends the requests still in flight when a stop's grace is over.
+var ErrShutdown = errors.New("the gateway is stopping")
 
 var (
 	errRevoked   = errors.New("the user was disabled, removed or given a new token")
@@ -248,6 +271,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d dialect.Dialect)
 	w.Header().Set(RequestIDHeader, c.rec.ID)
 	// The SDKs show this as the request's id (in errors too): the audit row's.
 	w.Header().Set(dialect.RequestIDHeader(d), c.rec.ID)
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	p.m.active.Add(1)
 	defer p.m.active.Add(-1)
 	c.run()
@@ -298,6 +323,10 @@ func (c *call) run() {
 		}
 		return
 	}
+	if msg, wait := c.p.rec.refusal(); msg != "" {
+		c.fail(dialect.KindOverloaded, msg, wait)
+		return
+	}
 	limit := snap.Settings.Int(settings.MaxBodyMB) << 20
 	c.body, err = io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, limit))
 	if err != nil {
@@ -344,6 +373,15 @@ func (c *call) run() {
 	if !c.admit() {
 		return
 	}
+	// Should this process die during the answer, the next start charges the
+	// request this.
+	pre := store.Settlement{Reservation: c.res, Request: c.rec}
+	pre.Request.InputTokens, pre.Request.Estimated = dialect.EstimateBytes(c.req.InputBound), true
+	if err := c.p.j.Admit(pre); err != nil {
+		c.p.log.Error().Err(err).Msg("journaling a request")
+		c.fail(dialect.KindOverloaded, "the gateway cannot record usage now (its local spool is full); try again later", 5*time.Second)
+		return
+	}
 	c.forward(route)
 }
 
@@ -384,7 +422,9 @@ func (c *call) admit() bool {
 	if err != nil {
 		c.res = nil
 		c.p.log.Error().Err(err).Msg("taking quota")
-		c.fail(dialect.KindInternal, "the gateway could not check the quota; try again", time.Second)
+		// The database is unreachable: the quota cannot be kept, so the request
+		// is not served.
+		c.fail(dialect.KindOverloaded, "the gateway cannot check the quota now (its database is unreachable); try again in a few seconds", 5*time.Second)
 		return false
 	}
 	if lim.Tokens() {
@@ -495,10 +535,17 @@ func (c *call) forward(route *store.Route) {
 }
 
 // endBeforeAnswer records a request whose context ended before any answer.
+// The vendor had the prompt by then, and bills it: the request is charged its
+// estimate.
 func (c *call) endBeforeAnswer(cause error) {
+	if c.rec.Attempts > 0 {
+		c.rec.InputTokens, c.rec.Estimated = dialect.EstimateBytes(c.req.InputBound), true
+	}
 	switch {
 	case errors.Is(cause, errRevoked):
 		c.fail(dialect.KindForbidden, "this user was disabled, removed or given a new token; ask a gateway admin", 0)
+	case errors.Is(cause, ErrShutdown):
+		c.fail(dialect.KindOverloaded, "the gateway is restarting and could not answer in its grace; try again", time.Second)
 	default:
 		c.rec.Status, c.rec.Error = 499, "the client went away before the answer"
 	}
@@ -749,6 +796,8 @@ func (c *call) cut(meter *dialect.Meter, cause error) {
 	var k dialect.Kind
 	var msg string
 	switch {
+	case errors.Is(context.Cause(c.r.Context()), ErrShutdown):
+		k, msg = dialect.KindOverloaded, "the gateway is restarting and could not finish this answer in its grace; the answer is incomplete"
 	case errors.Is(cause, errClientGon) || c.r.Context().Err() != nil:
 		c.rec.Status, c.rec.Error = 499, "the client went away during the answer"
 		return
@@ -835,6 +884,7 @@ func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Respons
 // reservation and writes its audit row off the answer's path.
 func (c *call) finish() {
 	c.rec.Latency = c.p.Now().Sub(c.start)
+	c.rec.LatencyMS, c.rec.TTFBMS = float64(c.rec.Latency.Microseconds())/1000, float64(c.rec.TTFB.Microseconds())/1000
 	status := strconv.Itoa(c.rec.Status)
 	c.p.m.requests.Inc(string(c.d), c.rec.Model, c.rec.Upstream, status)
 	c.p.m.latency.Observe(c.rec.Latency.Seconds(), c.rec.Model, status)

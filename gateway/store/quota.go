@@ -202,16 +202,35 @@ func (s *Store) Settle(ctx context.Context, batch []Settlement) error {
 func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 	r := &st.Request
 	used := r.InputTokens + r.OutputTokens
+	if r.ID == "" {
+		r.ID = NewID(r.Time)
+	}
+	// A settlement replayed from a spool may already be here (the database
+	// committed it, and the answer was lost): it is not counted twice.
+	res, err := t.ExecContext(ctx, s.q(`INSERT INTO requests(id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
+		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`),
+		r.ID, r.Time.UnixMicro(), r.User, r.Team, r.Dialect, r.Model, r.Upstream, r.UpstreamModel, boolInt(r.Stream), r.Status, r.Error,
+		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client)
+	if err != nil {
+		return fmt.Errorf("auditing request: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
 	// Every request's tokens count on its user's and team's counters of the day,
 	// limited or not, so that a limit set in the afternoon sees the morning.
 	held := map[string]Claim{}
-	if res := st.Reservation; res != nil {
-		for _, c := range heldClaims(res.Claims) {
-			held[c.Scope] = c
+	if rv := st.Reservation; rv != nil && len(heldClaims(rv.Claims)) > 0 {
+		del, err := t.ExecContext(ctx, s.q(`DELETE FROM reservations WHERE id = ?`), rv.ID)
+		if err != nil {
+			return err
 		}
-		if len(held) > 0 {
-			if _, err := t.ExecContext(ctx, s.q(`DELETE FROM reservations WHERE id = ?`), res.ID); err != nil {
-				return err
+		// Gone already: another process released it as an orphan while this one
+		// could not reach the database, and took its hold back then.
+		if n, _ := del.RowsAffected(); n > 0 {
+			for _, c := range heldClaims(rv.Claims) {
+				held[c.Scope] = c
 			}
 		}
 	}
@@ -235,17 +254,6 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 			c.Scope, c.Bucket, used, c.Amount); err != nil {
 			return err
 		}
-	}
-	if r.ID == "" {
-		r.ID = NewID(r.Time)
-	}
-	_, err := t.ExecContext(ctx, s.q(`INSERT INTO requests(id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
-		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		r.ID, r.Time.UnixMicro(), r.User, r.Team, r.Dialect, r.Model, r.Upstream, r.UpstreamModel, boolInt(r.Stream), r.Status, r.Error,
-		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client)
-	if err != nil {
-		return fmt.Errorf("auditing request: %w", err)
 	}
 	if st.Content != nil {
 		if _, err := t.ExecContext(ctx, s.q(`INSERT INTO request_content(id, request, response) VALUES (?, ?, ?)`), r.ID, st.Content.Request, st.Content.Response); err != nil {
