@@ -259,7 +259,10 @@ func Serve(ctx context.Context, o Options) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		o.Log.Warn().Msg("the grace is over: ending the requests still in flight")
+		// Each ends its answer with the dialect's error event and is settled
+		// before its connection goes.
 		endRequests(proxy.ErrShutdown)
+		px.Wait()
 		srv.Close()
 	}
 	px.Wait()

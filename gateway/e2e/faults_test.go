@@ -1,13 +1,22 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ferryhq/ferry/gateway/store"
+	"github.com/ferryhq/ferry/host/model/modeltest"
 )
 
 // TestSetHonoursDB: user set and team set act on the database --db names, not
@@ -35,5 +44,169 @@ func TestSetHonoursDB(t *testing.T) {
 	// Against the default database, which has no carol, user set fails.
 	if _, errs, code := e.ferry("", "user", "set", "carol", "--rpm", "1"); code == 0 || !strings.Contains(errs, "carol") {
 		t.Fatalf("user set on the default database: exit %d %s", code, errs)
+	}
+}
+
+// counter reads a quota counter of today straight from the database.
+func (e *env) counter(t *testing.T, scope string) store.Counter {
+	t.Helper()
+	st, err := store.Open(context.Background(), e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := st.Counter(context.Background(), scope, store.Day(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// slowStreams opens n streams of user tok that run for a long time, and
+// returns once each has sent its first event.
+func slowStreams(t *testing.T, g *gateway, tok string, n int) []*bufio.Reader {
+	t.Helper()
+	var out []*bufio.Reader
+	for i := 0; i < n; i++ {
+		resp := post(t, g.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", fmt.Sprintf("stream %d %s", i, strings.Repeat("prompt ", 100)), true, nil))
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d %s", i, resp.StatusCode, readAll(t, resp))
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		br := bufio.NewReader(resp.Body)
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, br)
+	}
+	return out
+}
+
+// TestKillWithStreamsInFlight: kill -9 with three streams open loses neither
+// their usage nor their audit: the next start settles them with their
+// estimate at once, so the user's quota is not held by them a moment longer.
+func TestKillWithStreamsInFlight(t *testing.T) {
+	tm := newTeam(t, "sqlite")
+	gen := tm.gw.generation(t)
+	q := tm.addUser("quinn", "--daily-tokens", "50000")
+	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: strings.Repeat("long words ", 400), ChunkDelay: 50 * time.Millisecond}
+	})
+	tm.gw.waitGeneration(t, gen+1)
+	slowStreams(t, tm.gw, q, 3)
+	scope := store.UserScope("quinn", store.Tokens)
+	if c := tm.counter(t, scope); c.Reserved == 0 {
+		t.Fatalf("nothing held during the streams: %+v", c)
+	}
+	if err := tm.gw.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	tm.gw.cmd.Wait()
+	if rows := tm.requests(0); len(rows) != 0 {
+		t.Fatalf("rows before the restart: %+v", rows)
+	}
+
+	g := tm.serve()
+	rows := tm.requests(3)
+	if len(rows) != 3 {
+		t.Fatalf("after the restart %d of 3 streams are audited", len(rows))
+	}
+	var sum int64
+	for _, r := range rows {
+		if r.User != "quinn" || r.Status != 502 || !r.Estimated || r.InputTokens < 100 {
+			t.Errorf("a killed stream's row: %+v", r)
+		}
+		sum += r.InputTokens + r.OutputTokens
+	}
+	c := tm.counter(t, scope)
+	if c.Reserved != 0 || c.Used != sum {
+		t.Fatalf("after the restart the counter is %+v; want 0 reserved and %d used", c, sum)
+	}
+	// Not locked out: the next request is served at once.
+	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "back"} })
+	resp := post(t, g.URL+endpoint("openai"), q, "openai", chatBody("openai", "gpt", "again", false, nil))
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("after the restart: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestSIGTERMDrainsWithinGrace: SIGTERM lets streams run for --grace, then ends
+// them with the dialect's error event and settles them before the process
+// leaves; nothing in flight is lost.
+func TestSIGTERMDrainsWithinGrace(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	oa := modeltest.NewOpenAI(t)
+	oa.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: strings.Repeat("long words ", 400), ChunkDelay: 50 * time.Millisecond}
+	})
+	e.must("k\n", "upstream", "add", "oa", "--kind", "openai", "--base-url", oa.URL, "--api-key-stdin")
+	e.must("", "route", "add", "gpt", "--upstream", "oa")
+	tok := e.addUser("sam", "--daily-tokens", "50000")
+	g := e.serve("--grace", "1s")
+	streams := slowStreams(t, g, tok, 3)
+	start := time.Now()
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	for i, br := range streams {
+		rest, _ := io.ReadAll(br)
+		if !strings.Contains(string(rest), `"error"`) || !strings.Contains(string(rest), "restarting") {
+			t.Errorf("stream %d ended without the error event: …%s", i, clipEnd(string(rest), 300))
+		}
+	}
+	g.cmd.Wait()
+	took := time.Since(start)
+	if took > 6*time.Second || took < time.Second {
+		t.Fatalf("stopped %v after SIGTERM with a grace of 1s", took)
+	}
+	rows := e.requests(3)
+	if len(rows) != 3 {
+		t.Fatalf("%d of 3 drained streams audited", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != 503 || r.OutputTokens == 0 || r.InputTokens == 0 {
+			t.Errorf("a drained stream's row: %+v", r)
+		}
+	}
+	if c := e.counter(t, store.UserScope("sam", store.Tokens)); c.Reserved != 0 {
+		t.Fatalf("held after the drain: %+v", c)
+	}
+	// A clean stop leaves no journal behind.
+	if left, _ := filepath.Glob(filepath.Join(e.dsn+".spool", "*.journal")); len(left) != 0 {
+		t.Fatalf("journals left after a clean stop: %v", left)
+	}
+}
+
+func clipEnd(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// TestHangUpBeforeFirstByte: a client that leaves before the first byte is
+// charged the prompt the vendor already had.
+func TestHangUpBeforeFirstByte(t *testing.T) {
+	tm := newTeam(t, "sqlite")
+	for _, d := range dialects {
+		tm.fake(d).Add(modeltest.Turn{Text: "late", Delay: 3 * time.Second})
+		b, _ := json.Marshal(chatBody(d, model(d), strings.Repeat("a long prompt ", 200), true, nil))
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, "POST", tm.gw.URL+endpoint(d), bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+tm.tok)
+		req.Header.Set("x-api-key", tm.tok)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s: answered %d before the delay", d, resp.StatusCode)
+		}
+		cancel()
+	}
+	rows := tm.requests(2)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != 499 || !r.Estimated || r.InputTokens < 2800/4 {
+			t.Errorf("a client that left before the first byte was charged %d: %+v", r.InputTokens, r)
+		}
 	}
 }
