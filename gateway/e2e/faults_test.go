@@ -7,15 +7,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ferryhq/ferry/gateway/store"
+	"github.com/ferryhq/ferry/gateway/store/storetest"
 	"github.com/ferryhq/ferry/host/model/modeltest"
 )
 
@@ -208,5 +212,132 @@ func TestHangUpBeforeFirstByte(t *testing.T) {
 		if r.Status != 499 || !r.Estimated || r.InputTokens < 2800/4 {
 			t.Errorf("a client that left before the first byte was charged %d: %+v", r.InputTokens, r)
 		}
+	}
+}
+
+// cutter passes TCP connections on to a database until it is cut: then every
+// connection open is closed and new ones are hung up at once, as when the
+// database's machine goes away.
+type cutter struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); c.setCut(true) })
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			if c.cut {
+				c.mu.Unlock()
+				in.Close()
+				continue
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				c.mu.Unlock()
+				in.Close()
+				continue
+			}
+			c.conns[in], c.conns[out] = true, true
+			c.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	return c
+}
+
+func (c *cutter) setCut(v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = v
+	if v {
+		for k := range c.conns {
+			k.Close()
+		}
+		c.conns = map[net.Conn]bool{}
+	}
+}
+
+// TestDatabaseOutage: PostgreSQL unreachable for longer than the old retries
+// lasted. Users without a quota are served and metered into the spool; users
+// with one are refused at once with a Retry-After (their quota cannot be
+// checked), never left waiting; a stream that held quota when the database went
+// settles. When the database is back, every row is there and nothing is held.
+func TestDatabaseOutage(t *testing.T) {
+	dsn := storetest.Postgres(t)
+	u, _ := url.Parse(dsn)
+	cut := newCutter(t, u.Host)
+	u.Host = cut.ln.Addr().String()
+	e := &env{t: t, dsn: dsn, home: t.TempDir()}
+	oa := modeltest.NewOpenAI(t)
+	oa.SetResponder(func(r modeltest.Request) modeltest.Turn {
+		if strings.Contains(string(r.Body), "slow") {
+			return modeltest.Turn{Text: strings.Repeat("slow words ", 60), ChunkDelay: 50 * time.Millisecond, InputTokens: 10, OutputTokens: 100}
+		}
+		return modeltest.Turn{Text: "fine", InputTokens: 10, OutputTokens: 5}
+	})
+	e.must("k\n", "upstream", "add", "oa", "--kind", "openai", "--base-url", oa.URL, "--api-key-stdin")
+	e.must("", "route", "add", "gpt", "--upstream", "oa")
+	free := e.addUser("free")
+	capped := e.addUser("capped", "--daily-tokens", "100000")
+	served := &env{t: t, dsn: u.String(), home: e.home}
+	g := served.serve("--spool", t.TempDir())
+
+	// A stream holding quota is under way when the database goes.
+	resp := post(t, g.URL+endpoint("openai"), capped, "openai", chatBody("openai", "gpt", "slow", true, nil))
+	br := bufio.NewReader(resp.Body)
+	br.ReadString('\n')
+	cut.setCut(true)
+	io.ReadAll(br)
+	resp.Body.Close()
+
+	const n = 40
+	outage := time.Now()
+	for i := 0; i < n; i++ {
+		resp := post(t, g.URL+endpoint("openai"), free, "openai", chatBody("openai", "gpt", fmt.Sprintf("during %d", i), i%2 == 0, nil))
+		if body := readAll(t, resp); resp.StatusCode != 200 {
+			t.Fatalf("a user without a quota during the outage: %d %s", resp.StatusCode, body)
+		}
+	}
+	t0 := time.Now()
+	resp = post(t, g.URL+endpoint("openai"), capped, "openai", chatBody("openai", "gpt", "refused", false, nil))
+	body := readAll(t, resp)
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" || time.Since(t0) > 3*time.Second {
+		t.Fatalf("a user with a quota during the outage: %d after %v, Retry-After %q: %s", resp.StatusCode, time.Since(t0), resp.Header.Get("Retry-After"), body)
+	}
+	// Longer than the ten retries (11 s) that used to drop settlements.
+	time.Sleep(time.Until(outage.Add(15 * time.Second)))
+	cut.setCut(false)
+
+	rows := e.requests(n + 2)
+	if len(rows) != n+2 {
+		t.Fatalf("after the outage %d of %d requests are audited", len(rows), n+2)
+	}
+	var used int64
+	for _, r := range rows {
+		if r.User == "free" {
+			used += r.InputTokens + r.OutputTokens
+		}
+	}
+	if used != n*15 {
+		t.Fatalf("the user without a quota was charged %d; want %d", used, n*15)
+	}
+	c := e.counter(t, store.UserScope("capped", store.Tokens))
+	if c.Reserved != 0 || c.Used != 110 {
+		t.Fatalf("the stream's hold after the outage: %+v; want 0 reserved and 110 used", c)
 	}
 }
