@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -339,5 +340,72 @@ func TestDatabaseOutage(t *testing.T) {
 	c := e.counter(t, store.UserScope("capped", store.Tokens))
 	if c.Reserved != 0 || c.Used != 110 {
 		t.Fatalf("the stream's hold after the outage: %+v; want 0 reserved and 110 used", c)
+	}
+}
+
+// TestDiskFull: the database and its spool on a disk that fills up. No request
+// is served that is not metered: while nothing can be written they are refused
+// with a Retry-After, and once there is room again every one served is audited.
+func TestDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	// A small disk of its own: needs the right to mount (root on Linux).
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small disk here (%v: %s); TestJournalFullRefuses covers the logic", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	e := &env{t: t, dsn: filepath.Join(dir, "gw.db"), home: t.TempDir()}
+	oa := modeltest.NewOpenAI(t)
+	oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "fine", InputTokens: 10, OutputTokens: 5} })
+	e.must("k\n", "upstream", "add", "oa", "--kind", "openai", "--base-url", oa.URL, "--api-key-stdin")
+	e.must("", "route", "add", "gpt", "--upstream", "oa")
+	tok := e.addUser("free")
+	g := e.serve()
+	resp := post(t, g.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", "before", false, nil))
+	readAll(t, resp)
+	e.requests(1)
+
+	filler := filepath.Join(dir, "filler")
+	f, _ := os.Create(filler)
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	served, refused := 0, 0
+	for i := 0; i < 60; i++ {
+		resp := post(t, g.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", fmt.Sprintf("full %d %s", i, strings.Repeat("x", 2000)), false, nil))
+		body := readAll(t, resp)
+		switch resp.StatusCode {
+		case 200:
+			served++
+		case 503:
+			if resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("refused without Retry-After: %s", body)
+			}
+			refused++
+		default:
+			t.Fatalf("disk full: %d %s", resp.StatusCode, body)
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("served all %d requests with the disk full", served)
+	}
+	os.Remove(filler)
+	resp = post(t, g.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", "after", false, nil))
+	if body := readAll(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("with room again: %d %s", resp.StatusCode, body)
+	}
+	rows := e.requests(served + 2 + refused)
+	ok := 0
+	for _, r := range rows {
+		if r.Status == 200 {
+			ok++
+		}
+	}
+	t.Logf("disk full: %d served, %d refused; %d audited", served, refused, len(rows))
+	if ok != served+2 {
+		t.Fatalf("%d requests served, %d audited as served", served+2, ok)
 	}
 }
