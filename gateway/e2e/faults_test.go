@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -407,5 +408,40 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("disk full: %d served, %d refused; %d audited", served, refused, len(rows))
 	if ok != served+2 {
 		t.Fatalf("%d requests served, %d audited as served", served+2, ok)
+	}
+}
+
+// TestStreamCutMidEvent: an upstream whose connection drops inside an event.
+// The official openai SDK gets the whole events, then the gateway's error
+// event, which it raises as its APIError (not a SyntaxError from half a JSON).
+func TestStreamCutMidEvent(t *testing.T) {
+	modules := sdkModules(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(s string) string {
+			return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}]}` + "\n\n"
+		}
+		io.WriteString(w, chunk("Hello ")+chunk("world")+`data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hal`)
+		// The response ends there, as when a proxy on the way gives up: the
+		// client of the gateway must not get the half event.
+	}))
+	defer up.Close()
+	e := newEnv(t, "sqlite")
+	e.must("k\n", "upstream", "add", "cutter", "--kind", "openai", "--base-url", up.URL, "--api-key-stdin")
+	e.must("", "route", "add", "cut", "--upstream", "cutter")
+	tok := e.addUser("cara")
+	g := e.serve()
+	drv := startSDKDriver(t, modules)
+	r := drv.do(t, "openai", "chat", map[string]any{"token": tok, "base_url": g.URL, "max_retries": 0,
+		"params": map[string]any{"model": "cut", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "hi"}}}})
+	if r.Error == nil || r.Error.Class == "SyntaxError" || !r.Error.APIError || !strings.Contains(r.Error.Message, "broke before its end") {
+		t.Fatalf("the SDK on a cut stream: %+v", r.Error)
+	}
+	if r.Partial.Text != "Hello world" {
+		t.Fatalf("the SDK read %q before the cut", r.Partial.Text)
+	}
+	rows := e.requests(1)
+	if len(rows) != 1 || rows[0].Status != 502 || !rows[0].Estimated || rows[0].OutputTokens == 0 {
+		t.Fatalf("the cut stream's row: %+v", rows)
 	}
 }
