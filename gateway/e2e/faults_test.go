@@ -356,7 +356,9 @@ func TestDiskFull(t *testing.T) {
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	e := &env{t: t, dsn: filepath.Join(dir, "gw.db"), home: t.TempDir()}
 	oa := modeltest.NewOpenAI(t)
-	oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "fine", InputTokens: 10, OutputTokens: 5} })
+	oa.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: "fine", InputTokens: 10, OutputTokens: 5}
+	})
 	e.must("k\n", "upstream", "add", "oa", "--kind", "openai", "--base-url", oa.URL, "--api-key-stdin")
 	e.must("", "route", "add", "gpt", "--upstream", "oa")
 	tok := e.addUser("free")
