@@ -447,3 +447,31 @@ func TestStreamCutMidEvent(t *testing.T) {
 		t.Fatalf("the cut stream's row: %+v", rows)
 	}
 }
+
+// TestUpstreamTimeouts: a stalled upstream is given up after the first-byte and
+// idle timeouts, not after minutes: before its first event the next upstream is
+// tried, after it the stream ends with the dialect's timeout event.
+func TestUpstreamTimeouts(t *testing.T) {
+	tm := newTeam(t, "sqlite")
+	gen := tm.gw.generation(t)
+	tm.must("", "config", "set", "upstream.first_byte_timeout_s", "1")
+	tm.must("", "config", "set", "upstream.idle_timeout_s", "1")
+	tm.gw.waitGeneration(t, gen+2)
+
+	tm.oa.Add(modeltest.Turn{Text: "late", Delay: 4 * time.Second})
+	start := time.Now()
+	resp := post(t, tm.gw.URL+endpoint("openai"), tm.tok, "openai", chatBody("openai", "gpt", "hi", true, nil))
+	body := readAll(t, resp)
+	if took := time.Since(start); resp.StatusCode != 504 || !strings.Contains(body, "first_byte_timeout_s") || took > 3*time.Second {
+		t.Fatalf("no first event: %d after %v: %s", resp.StatusCode, took, body)
+	}
+
+	tm.an.Add(modeltest.Turn{Text: "one two three four five six", ChunkDelay: 3 * time.Second})
+	start = time.Now()
+	resp = post(t, tm.gw.URL+endpoint("anthropic"), tm.tok, "anthropic", chatBody("anthropic", "claude", "hi", true, nil))
+	evs := readSSE(t, resp)
+	last := evs[len(evs)-1]
+	if took := time.Since(start); last.Name != "error" || !strings.Contains(last.Data, "idle_timeout_s") || took > 5*time.Second {
+		t.Fatalf("a stalled stream: last event %+v after %v", last, took)
+	}
+}

@@ -145,6 +145,7 @@ var ErrShutdown = errors.New("the gateway is stopping")
 var (
 	errRevoked   = errors.New("the user was disabled, removed or given a new token")
 	errIdle      = errors.New("the upstream sent nothing for too long")
+	errFirstByte = errors.New("the upstream did not begin its answer in time")
 	errQuotaCut  = errors.New("the daily token quota ran out during the answer")
 	errClientGon = errors.New("the client went away")
 )
@@ -574,29 +575,52 @@ func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.
 	}
 	dialect.Headers(c.d, hreq.Header, c.r.Header, up.APIKey, c.req.Stream)
 	hreq.Header.Set("User-Agent", "ferry-gateway/"+buildinfo.Version)
+	// Until the answer begins, its own bound: a stream's first event comes at
+	// once, a whole answer only when it is written. Then the idle bound, reset
+	// by every byte.
 	idle := c.snap.Settings.Seconds(settings.IdleTimeout)
-	watchdog := time.AfterFunc(idle, func() { cancel(errIdle) })
+	first, firstKey := c.snap.Settings.Seconds(settings.FirstByte), settings.FirstByte
+	if !c.req.Stream {
+		first, firstKey = c.snap.Settings.Seconds(settings.WholeTimeout), settings.WholeTimeout
+	}
+	var begun atomic.Bool
+	watchdog := time.AfterFunc(first, func() {
+		if begun.Load() {
+			cancel(errIdle)
+		} else {
+			cancel(errFirstByte)
+		}
+	})
 	defer watchdog.Stop()
+	late := func() *attemptError {
+		return &attemptError{kind: dialect.KindTimeout, msg: fmt.Sprintf("upstream %q did not begin its answer within %s (%s)", up.Name, first, firstKey), fallback: true, reason: "timeout"}
+	}
 	resp, err := c.p.http.Do(hreq)
 	if err != nil {
 		if parent.Err() != nil {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
-		if errors.Is(context.Cause(ctx), errIdle) {
-			return &attemptError{kind: dialect.KindTimeout, msg: fmt.Sprintf("upstream %q did not answer within %s", up.Name, idle), fallback: true, reason: "timeout"}
+		if errors.Is(context.Cause(ctx), errFirstByte) {
+			return late()
 		}
 		msg := string(scrub([]byte(unwrapURLError(err).Error()), up.APIKey))
 		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("cannot reach upstream %q: %s", up.Name, msg), fallback: true, reason: "network"}
 	}
 	defer resp.Body.Close()
-	body := &idleReader{r: resp.Body, reset: func() { watchdog.Reset(idle) }}
+	body := &idleReader{r: resp.Body, reset: func() { begun.Store(true); watchdog.Reset(idle) }}
 	if resp.StatusCode != http.StatusOK {
 		return c.upstreamStatus(up, resp)
 	}
+	var aerr *attemptError
 	if c.req.Stream {
-		return c.stream(ctx, up, resp, body)
+		aerr = c.stream(ctx, up, resp, body)
+	} else {
+		aerr = c.whole(ctx, up, resp, body)
 	}
-	return c.whole(ctx, up, resp, body)
+	if aerr != nil && errors.Is(context.Cause(ctx), errFirstByte) {
+		return late()
+	}
+	return aerr
 }
 
 func unwrapURLError(err error) error {
@@ -720,7 +744,7 @@ func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Respon
 	sr := newSSEReader(body)
 	ev, err := sr.next()
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
 		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's stream ended before its first event: %v", up.Name, err), fallback: true, reason: "stream"}
@@ -806,7 +830,7 @@ func (c *call) cut(meter *dialect.Meter, cause error) {
 	case errors.Is(cause, errQuotaCut):
 		k, msg = dialect.KindQuota, "the daily token quota ran out during the answer; it renews at midnight UTC"
 	case errors.Is(cause, errIdle):
-		k, msg = dialect.KindTimeout, fmt.Sprintf("the upstream sent nothing for %s; the answer is incomplete", c.snap.Settings.Seconds(settings.IdleTimeout))
+		k, msg = dialect.KindTimeout, fmt.Sprintf("the upstream sent nothing for %s (upstream.idle_timeout_s); the answer is incomplete", c.snap.Settings.Seconds(settings.IdleTimeout))
 	default:
 		k, msg = dialect.KindUpstream, cause.Error()+"; the answer is incomplete"
 	}
@@ -828,7 +852,7 @@ func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Respons
 	first := make([]byte, 32<<10)
 	n, err := io.ReadAtLeast(body, first, 1)
 	if n == 0 {
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
 		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer ended before its first byte: %v", up.Name, err), fallback: true, reason: "stream"}
