@@ -475,3 +475,53 @@ func TestUpstreamTimeouts(t *testing.T) {
 		t.Fatalf("a stalled stream: last event %+v after %v", last, took)
 	}
 }
+
+// TestVendorLimitFromQuota: an OpenAI stream that names no max_tokens, from a
+// model that bills reasoning the stream never shows, cannot take a user past
+// the quota: the vendor is given the quota's room as its own limit (shared by
+// n answers), and the final usage is what is charged.
+func TestVendorLimitFromQuota(t *testing.T) {
+	tm := newTeam(t, "sqlite")
+	gen := tm.gw.generation(t)
+	tok := tm.addUser("rea", "--daily-tokens", "10000")
+	tm.gw.waitGeneration(t, gen+1)
+	var mu sync.Mutex
+	var limits []int64
+	tm.oa.SetResponder(func(r modeltest.Request) modeltest.Turn {
+		var b struct {
+			MaxCompletionTokens int64 `json:"max_completion_tokens"`
+			MaxTokens           int64 `json:"max_tokens"`
+			N                   int64 `json:"n"`
+		}
+		json.Unmarshal(r.Body, &b)
+		lim := max(b.MaxCompletionTokens, b.MaxTokens)
+		mu.Lock()
+		limits = append(limits, lim*max(b.N, 1))
+		mu.Unlock()
+		// Thinks up to its limit (or 30,000 tokens without one), shows little.
+		out := int64(30000)
+		if lim > 0 {
+			out = min(out, lim*max(b.N, 1))
+		}
+		return modeltest.Turn{Text: "short", InputTokens: 20, OutputTokens: int(out)}
+	})
+	scope := store.UserScope("rea", store.Tokens)
+	for i, n := range []int{3, 1, 1} {
+		resp := post(t, tm.gw.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", "think hard", true, map[string]any{"n": n}))
+		body := readAll(t, resp)
+		t.Logf("request %d (n=%d): %d", i, n, resp.StatusCode)
+		if i == 0 && resp.StatusCode != 200 {
+			t.Fatalf("the first request: %d %s", resp.StatusCode, body)
+		}
+		waitFor(t, "the settlement", func() bool { return tm.counter(t, scope).Reserved == 0 })
+	}
+	c := tm.counter(t, scope)
+	// Only the last request's prompt (20 tokens) may go past: no limit bounds
+	// a prompt.
+	if c.Used > 10000+20 {
+		t.Fatalf("a 10,000-token quota reached %d (vendor limits %v)", c.Used, limits)
+	}
+	if len(limits) == 0 || limits[0] == 0 || limits[0] > 10000 {
+		t.Fatalf("the vendor's limits: %v", limits)
+	}
+}

@@ -261,6 +261,9 @@ type call struct {
 	body    []byte
 	res     *store.Reservation
 	held    int64 // tokens the reservation holds (0: no token quota)
+	// vendorCap is the answer's limit the vendor is given for a request that
+	// named none under a token quota (0: none set).
+	vendorCap int64
 	reserve int64 // quota.output_reserve
 	wrote   bool
 	content *store.Content
@@ -397,7 +400,7 @@ func (c *call) admit() bool {
 		if out == 0 {
 			out = c.reserve
 		}
-		hold = c.req.InputBound + out
+		hold = c.req.InputBound + out*c.req.Choices
 	}
 	claims := lim.Claims(c.start, hold)
 	if len(claims) == 0 {
@@ -430,6 +433,16 @@ func (c *call) admit() bool {
 	}
 	if lim.Tokens() {
 		c.held = hold
+		// The vendor may bill no more than the quota has room for, shared by
+		// the n answers; a whole answer that named no limit, which cannot be cut,
+		// no more than the reserve either.
+		if c.res.Room > 0 {
+			capTok := max((c.res.Room-dialect.EstimateBytes(c.req.InputBound))/c.req.Choices, 1)
+			if !c.req.Stream && c.req.MaxTokens == 0 {
+				capTok = min(capTok, c.reserve)
+			}
+			c.vendorCap = capTok
+		}
 	}
 	return true
 }
@@ -565,10 +578,7 @@ func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	opts := dialect.Options{Model: route.UpstreamModel}
-	if c.held > 0 && !c.req.Stream {
-		// A whole answer cannot be cut when the quota runs out: it is bounded.
-		opts.CapTokens = c.reserve
-	}
+	opts.CapTokens = c.vendorCap
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, dialect.Endpoint(c.d, up.BaseURL), bytes.NewReader(c.req.Body(opts)))
 	if err != nil {
 		return &attemptError{kind: dialect.KindUpstream, msg: "bad upstream URL", reason: "config"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -25,6 +26,10 @@ type Reservation struct {
 	ID       string
 	Instance string
 	Claims   []Claim
+	// Room is, once reserved, the fewest tokens any of its token counters had
+	// free before this hold was taken (0: no token counter): a bound the
+	// vendor's own limit on the answer can be set from.
+	Room int64 `json:"-"`
 }
 
 // Refused says which claim found its counter full.
@@ -47,11 +52,13 @@ func (r *Refused) Error() string {
 // request sees room that another already holds.
 const takeReservedSQL = `INSERT INTO quota_counters(scope, bucket, used, reserved) VALUES (?, ?, 0, ?)
 	ON CONFLICT(scope, bucket) DO UPDATE SET reserved = quota_counters.reserved + excluded.reserved
-	WHERE quota_counters.used + quota_counters.reserved < ?`
+	WHERE quota_counters.used + quota_counters.reserved < ?
+	RETURNING used, reserved`
 
 const takeCountedSQL = `INSERT INTO quota_counters(scope, bucket, used, reserved) VALUES (?, ?, ?, 0)
 	ON CONFLICT(scope, bucket) DO UPDATE SET used = quota_counters.used + excluded.used
-	WHERE quota_counters.used + quota_counters.reserved < ?`
+	WHERE quota_counters.used + quota_counters.reserved < ?
+	RETURNING used, reserved`
 
 // Reserve takes every claim or none, in one transaction. A full counter returns
 // *Refused and changes nothing. The reservation is recorded so that, should this
@@ -61,21 +68,26 @@ func (s *Store) Reserve(ctx context.Context, r *Reservation) error {
 		return nil
 	}
 	return s.tx(ctx, func(t *sql.Tx) error {
-		if err := s.take(ctx, t, r.Claims); err != nil {
+		room, err := s.take(ctx, t, r.Claims)
+		if err != nil {
 			return err
 		}
+		r.Room = room
 		held := heldClaims(r.Claims)
 		if len(held) == 0 {
 			return nil
 		}
 		b, _ := json.Marshal(held)
-		_, err := t.ExecContext(ctx, s.q(`INSERT INTO reservations(id, instance, claims, created_at) VALUES (?, ?, ?, ?)`),
+		_, err = t.ExecContext(ctx, s.q(`INSERT INTO reservations(id, instance, claims, created_at) VALUES (?, ?, ?, ?)`),
 			r.ID, r.Instance, string(b), s.micros())
 		return err
 	})
 }
 
-func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) error {
+// take takes the claims and returns the room the tightest token counter had
+// before.
+func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) (int64, error) {
+	room := int64(0)
 	for _, c := range claims {
 		if c.Limit <= 0 {
 			continue
@@ -84,17 +96,23 @@ func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) error {
 		if c.Count {
 			q = takeCountedSQL
 		}
-		res, err := t.ExecContext(ctx, s.q(q), c.Scope, c.Bucket, c.Amount, c.Limit)
-		if err != nil {
-			return fmt.Errorf("taking quota from %s: %w", c.Scope, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		var used, reserved int64
+		err := t.QueryRowContext(ctx, s.q(q), c.Scope, c.Bucket, c.Amount, c.Limit).Scan(&used, &reserved)
+		if errors.Is(err, sql.ErrNoRows) {
 			ref := &Refused{Claim: c}
 			t.QueryRowContext(ctx, s.q(`SELECT used, reserved FROM quota_counters WHERE scope = ? AND bucket = ?`), c.Scope, c.Bucket).Scan(&ref.Used, &ref.Reserved)
-			return ref
+			return 0, ref
+		}
+		if err != nil {
+			return 0, fmt.Errorf("taking quota from %s: %w", c.Scope, err)
+		}
+		if !c.Count {
+			if free := c.Limit - (used + reserved - c.Amount); room == 0 || free < room {
+				room = max(free, 1)
+			}
 		}
 	}
-	return nil
+	return room, nil
 }
 
 func heldClaims(cs []Claim) []Claim {
@@ -120,7 +138,7 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 		ext[i] = c
 	}
 	err := s.tx(ctx, func(t *sql.Tx) error {
-		if err := s.take(ctx, t, ext); err != nil {
+		if _, err := s.take(ctx, t, ext); err != nil {
 			return err
 		}
 		for i := range held {
