@@ -255,18 +255,18 @@ type call struct {
 	snap  *auth.Snapshot
 	start time.Time
 
-	rec     store.Request
-	user    *store.User
-	req     *dialect.Request
-	body    []byte
-	res     *store.Reservation
-	held    int64 // tokens the reservation holds (0: no token quota)
+	rec  store.Request
+	user *store.User
+	req  *dialect.Request
+	body []byte
+	res  *store.Reservation
+	held int64 // tokens the reservation holds (0: no token quota)
 	// vendorCap is the answer's limit the vendor is given for a request that
 	// named none under a token quota (0: none set).
 	vendorCap int64
-	reserve int64 // quota.output_reserve
-	wrote   bool
-	content *store.Content
+	reserve   int64 // quota.output_reserve
+	wrote     bool
+	content   *store.Content
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d dialect.Dialect) {
