@@ -9,10 +9,10 @@
 package dialect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -222,12 +222,27 @@ func (r *Request) Body(o Options) []byte {
 			}
 		}
 	}
-	var b bytes.Buffer
-	b.Grow(r.size + 64)
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(f)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	// Written by hand, in the keys' order: the values were valid JSON when
+	// parsed, and the encoder would copy each one again to check it.
+	keys := make([]string, 0, len(f))
+	size := 2
+	for k, v := range f {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = append(b, f[k]...)
+	}
+	return append(b, '}')
 }
 
 // Endpoint is the URL of the call on an upstream whose base URL is base.

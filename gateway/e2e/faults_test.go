@@ -525,3 +525,68 @@ func TestVendorLimitFromQuota(t *testing.T) {
 		t.Fatalf("the vendor's limits: %v", limits)
 	}
 }
+
+// peakRSS is the most memory the process has held (Linux).
+func peakRSS(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc here: %v", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmHWM")
+	return 0
+}
+
+// TestLargeBodiesBounded: twelve 30 MiB bodies at once from one token. The
+// user's concurrency cap refuses those past it with 429 before their body is
+// read, and the process's memory stays far below what reading them all takes.
+func TestLargeBodiesBounded(t *testing.T) {
+	tm := newTeam(t, "sqlite")
+	gen := tm.gw.generation(t)
+	tm.must("", "config", "set", "limits.user_concurrency", "3")
+	tm.gw.waitGeneration(t, gen+1)
+	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "ok", Delay: 2 * time.Second} })
+	big, _ := json.Marshal(chatBody("openai", "gpt", strings.Repeat("a", 30<<20), false, nil))
+	before := peakRSS(t, tm.gw.cmd.Process.Pid)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", tm.gw.URL+"/v1/chat/completions", bytes.NewReader(big))
+			req.Header.Set("Authorization", "Bearer "+tm.tok)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				mu.Lock()
+				codes[-1]++
+				mu.Unlock()
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+				codes[-2]++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	peak := peakRSS(t, tm.gw.cmd.Process.Pid)
+	t.Logf("statuses %v; peak memory %d MiB (before: %d MiB)", codes, peak>>20, before>>20)
+	if codes[200] < 3 || codes[429] < 6 || codes[-2] > 0 || codes[200]+codes[429] != 12 {
+		t.Fatalf("statuses %v", codes)
+	}
+	if peak > 500<<20 {
+		t.Fatalf("peak memory %d MiB for 12 bodies of 30 MiB with a cap of 3", peak>>20)
+	}
+}

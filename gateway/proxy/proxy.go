@@ -58,6 +58,9 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	active map[*inflight]struct{}
+	// inUse counts the requests in flight by "user:NAME" and "team:NAME", and
+	// the bytes of body held under "".
+	inUse map[string]int64
 }
 
 // inflight is a request being answered, which a change of its user cuts short.
@@ -87,7 +90,7 @@ func New(st *store.Store, j *Journal, spooled []store.Settlement, instance strin
 	t.MaxIdleConnsPerHost = 512
 	t.ResponseHeaderTimeout = 0
 	p := &Proxy{store: st, instance: instance, log: log, http: &http.Client{Transport: t}, Now: time.Now,
-		active: map[*inflight]struct{}{}}
+		active: map[*inflight]struct{}{}, inUse: map[string]int64{}}
 	p.m = &meters{
 		requests:  reg.NewCounter("ferry_gateway_requests_total", "Model requests answered, by endpoint dialect, model, upstream and HTTP status.", "dialect", "model", "upstream", "status"),
 		tokens:    reg.NewCounter("ferry_gateway_tokens_total", "Tokens counted, by model and kind (input, output, cached).", "model", "kind"),
@@ -332,7 +335,25 @@ func (c *call) run() {
 		return
 	}
 	limit := snap.Settings.Int(settings.MaxBodyMB) << 20
-	c.body, err = io.ReadAll(http.MaxBytesReader(c.w, c.r.Body, limit))
+	if c.r.ContentLength > limit {
+		c.fail(dialect.KindTooLarge, fmt.Sprintf("the request body is larger than %d MiB (the gateway's limits.max_body_mb)", limit>>20), 0)
+		return
+	}
+	// Before a byte of the body is read: what one user, one team and all
+	// together may hold in memory is bounded.
+	need := c.r.ContentLength
+	if need < 0 {
+		need = limit
+	}
+	release, k, msg := c.p.take(u, need, snap.Settings)
+	if release == nil {
+		c.fail(k, msg, time.Second)
+		return
+	}
+	defer release()
+	buf := bytes.NewBuffer(make([]byte, 0, min(need, limit)+1))
+	_, err = buf.ReadFrom(http.MaxBytesReader(c.w, c.r.Body, limit))
+	c.body = buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -374,6 +395,9 @@ func (c *call) run() {
 	if c.snap.Settings.Bool(settings.StoreContent) {
 		c.content = &store.Content{Request: clip(string(c.body), maxContent)}
 	}
+	// The parsed request is all that is needed from here: a large body is not
+	// held twice for the answer's length.
+	c.body = nil
 	if !c.admit() {
 		return
 	}
@@ -387,6 +411,39 @@ func (c *call) run() {
 		return
 	}
 	c.forward(route)
+}
+
+// take counts a request in flight for its user and team, holding need bytes of
+// body; nil, with the refusal, when a cap is reached.
+func (p *Proxy) take(u *store.User, need int64, set settings.Values) (release func(), k dialect.Kind, msg string) {
+	userCap, teamCap := set.Int(settings.UserInFlight), set.Int(settings.TeamInFlight)
+	memCap := set.Int(settings.BodyMemoryMB) << 20
+	uk, tk := "user:"+u.Name, "team:"+u.Team
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case userCap > 0 && p.inUse[uk] >= userCap:
+		return nil, dialect.KindRateLimit, fmt.Sprintf("you have %d requests in flight, this gateway's limit (limits.user_concurrency); try again when one ends", userCap)
+	case teamCap > 0 && u.Team != "" && p.inUse[tk] >= teamCap:
+		return nil, dialect.KindRateLimit, fmt.Sprintf("your team has %d requests in flight, this gateway's limit (limits.team_concurrency); try again when one ends", teamCap)
+	case p.inUse[""]+need > memCap && p.inUse[""] > 0:
+		return nil, dialect.KindOverloaded, "the gateway holds as many request bodies as it may (limits.body_memory_mb); try again in a second"
+	}
+	p.inUse[uk]++
+	p.inUse[tk]++
+	p.inUse[""] += need
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.inUse[uk]--
+		p.inUse[tk]--
+		p.inUse[""] -= need
+		for _, key := range []string{uk, tk} {
+			if p.inUse[key] == 0 {
+				delete(p.inUse, key)
+			}
+		}
+	}, 0, ""
 }
 
 // admit takes the request's quota: its requests of the minute, and a hold of its
