@@ -220,13 +220,20 @@ func Serve(ctx context.Context, o Options) error {
 			}
 		}
 	})
-	go every(bg, 10*time.Second, func() {
+	go every(bg, store.BeatEvery, func() {
 		if err := st.Beat(bg, instance, addr, started); err != nil {
 			o.Log.Warn().Err(err).Msg("heartbeat")
 		}
 	})
-	go every(bg, 30*time.Second, func() {
-		if n, err := st.ReleaseOrphans(bg, time.Minute); err != nil {
+	go every(bg, store.SweepEvery, func() {
+		// A process on this machine that died leaves its journal: settled at
+		// once, rather than released unaudited when it is found silent.
+		if n, err := px.Adopt(); err != nil {
+			o.Log.Warn().Err(err).Msg("taking over the spool of a stopped gateway")
+		} else if n > 0 {
+			o.Log.Warn().Int("requests", n).Msg("settling the requests a stopped gateway left in the spool")
+		}
+		if n, err := st.ReleaseOrphans(bg, store.OrphanAfter); err != nil {
 			o.Log.Warn().Err(err).Msg("releasing reservations of stopped gateways")
 		} else if n > 0 {
 			o.Log.Warn().Int("reservations", n).Msg("released the quota held by a gateway process that stopped without settling")

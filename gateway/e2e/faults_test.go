@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,7 +95,7 @@ func slowStreams(t *testing.T, g *gateway, tok string, n int) []*bufio.Reader {
 func TestKillWithStreamsInFlight(t *testing.T) {
 	tm := newTeam(t, "sqlite")
 	gen := tm.gw.generation(t)
-	q := tm.addUser("quinn", "--daily-tokens", "50000")
+	q := tm.addUser("quinn", "--daily-tokens", "10000")
 	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn {
 		return modeltest.Turn{Text: strings.Repeat("long words ", 400), ChunkDelay: 50 * time.Millisecond}
 	})
@@ -112,8 +113,26 @@ func TestKillWithStreamsInFlight(t *testing.T) {
 		t.Fatalf("rows before the restart: %+v", rows)
 	}
 
+	// Another process, which does not share the dead one's spool, tells the
+	// truth about when the held quota frees, once the dead one has missed a
+	// beat: when the sweep releases it.
+	killed := time.Now()
+	other := tm.serve("--spool", t.TempDir())
+	time.Sleep(time.Until(killed.Add(16 * time.Second)))
+	resp := post(t, other.URL+endpoint("openai"), q, "openai", chatBody("openai", "gpt", "held", false, nil))
+	body := readAll(t, resp)
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || !strings.Contains(body, "stopped") || ra < 5 || ra > 30 {
+		t.Fatalf("with the quota held by a killed process: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
 	g := tm.serve()
-	rows := tm.requests(3)
+	var rows []store.Request
+	for _, r := range tm.requests(4) {
+		if r.Status != 429 {
+			rows = append(rows, r)
+		}
+	}
 	if len(rows) != 3 {
 		t.Fatalf("after the restart %d of 3 streams are audited", len(rows))
 	}
@@ -130,7 +149,7 @@ func TestKillWithStreamsInFlight(t *testing.T) {
 	}
 	// Not locked out: the next request is served at once.
 	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "back"} })
-	resp := post(t, g.URL+endpoint("openai"), q, "openai", chatBody("openai", "gpt", "again", false, nil))
+	resp = post(t, g.URL+endpoint("openai"), q, "openai", chatBody("openai", "gpt", "again", false, nil))
 	if body := readAll(t, resp); resp.StatusCode != 200 {
 		t.Fatalf("after the restart: %d %s", resp.StatusCode, body)
 	}
@@ -589,4 +608,29 @@ func TestLargeBodiesBounded(t *testing.T) {
 	if peak > 500<<20 {
 		t.Fatalf("peak memory %d MiB for 12 bodies of 30 MiB with a cap of 3", peak>>20)
 	}
+}
+
+// TestKilledBesideAnother: two processes on one machine share the spool
+// folder; when one is killed with streams in flight, the other settles them
+// within seconds, without a restart.
+func TestKilledBesideAnother(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	oa := modeltest.NewOpenAI(t)
+	oa.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: strings.Repeat("long words ", 400), ChunkDelay: 50 * time.Millisecond}
+	})
+	e.must("k\n", "upstream", "add", "oa", "--kind", "openai", "--base-url", oa.URL, "--api-key-stdin")
+	e.must("", "route", "add", "gpt", "--upstream", "oa")
+	tok := e.addUser("kim", "--daily-tokens", "50000")
+	a := e.serve()
+	e.serve()
+	slowStreams(t, a, tok, 2)
+	killed := time.Now()
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.cmd.Wait()
+	rows := e.requests(2)
+	if len(rows) != 2 || time.Since(killed) > 12*time.Second {
+		t.Fatalf("%d of 2 streams settled %v after the kill", len(rows), time.Since(killed))
+	}
+	waitFor(t, "the holds released", func() bool { return e.counter(t, store.UserScope("kim", store.Tokens)).Reserved == 0 })
 }

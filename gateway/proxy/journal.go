@@ -85,6 +85,26 @@ func OpenJournal(dir, instance string, max int64) (*Journal, []store.Settlement,
 	return j, left, nil
 }
 
+// Adopt takes over the journals of processes that died since this one
+// started: what they left is in this journal, waiting for the database, when it
+// returns.
+func (j *Journal) Adopt() ([]store.Settlement, error) {
+	left, taken, err := j.takeOver()
+	if err != nil || len(taken) == 0 {
+		return nil, err
+	}
+	if len(left) > 0 {
+		if err := j.Spool(left); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range taken {
+		os.Remove(p)
+		os.Remove(p + ".lock")
+	}
+	return left, nil
+}
+
 // takeOver reads the journals no living process holds.
 func (j *Journal) takeOver() ([]store.Settlement, []string, error) {
 	paths, _ := filepath.Glob(filepath.Join(j.dir, "*.journal"))

@@ -132,6 +132,16 @@ func (p *Proxy) Close() {
 	}
 }
 
+// Adopt settles what gateway processes that died on this machine (sharing its
+// spool folder) left in their journals; it returns how many requests.
+func (p *Proxy) Adopt() (int, error) {
+	left, err := p.j.Adopt()
+	if len(left) > 0 {
+		p.rec.adopt(left)
+	}
+	return len(left), err
+}
+
 // Wait waits for the requests being served to end.
 func (p *Proxy) Wait() { p.handlers.Wait() }
 
@@ -468,6 +478,14 @@ func (c *call) admit() bool {
 	var ref *store.Refused
 	if errors.As(err, &ref) {
 		why := quota.Explain(ref, c.start)
+		if !why.Rate && !why.UsedUp {
+			// Held room frees when its holders end: say when, if they are
+			// requests of a process that stopped.
+			live, freed, err := c.p.store.Holders(c.r.Context(), ref.Claim.Scope, ref.Claim.Bucket)
+			if err == nil && !live && !freed.IsZero() {
+				why = quota.HeldByStopped(ref, c.start, freed)
+			}
+		}
 		k, what := dialect.KindQuota, "tokens"
 		if why.Rate {
 			k, what = dialect.KindRateLimit, "requests"

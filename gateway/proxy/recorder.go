@@ -65,6 +65,17 @@ func (r *recorder) add(s store.Settlement) {
 	}
 }
 
+// adopt queues settlements already in the journal, behind those there.
+func (r *recorder) adopt(spooled []store.Settlement) {
+	r.mu.Lock()
+	r.spool = append(r.spool, spooled...)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
 // refusal says why new requests must be refused now, and when to try again:
 // usage that cannot be recorded must not be spent.
 func (r *recorder) refusal() (string, time.Duration) {

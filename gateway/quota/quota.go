@@ -13,6 +13,7 @@ package quota
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ferryhq/ferry/gateway/store"
@@ -89,4 +90,16 @@ func Explain(r *store.Refused, now time.Time) Refusal {
 	next := store.DayStart(store.Day(now) + 1)
 	return Refusal{Msg: fmt.Sprintf("%s daily quota of %d tokens is used up (%d used); it renews at %s UTC",
 		who, c.Limit, r.Used, next.Format("2006-01-02 15:04")), RetryAfter: next.Sub(now), UsedUp: true}
+}
+
+// HeldByStopped explains a refusal whose room is held by requests of a gateway
+// process that stopped without settling them, released at freed.
+func HeldByStopped(r *store.Refused, now, freed time.Time) Refusal {
+	who := "your"
+	if strings.HasPrefix(r.Claim.Scope, "team:") {
+		who = "your team's"
+	}
+	wait := max(freed.Sub(now), time.Second)
+	return Refusal{Msg: fmt.Sprintf("%s daily quota of %d tokens is held by requests of a gateway process that stopped (%d used, %d held); it is released in %d s",
+		who, r.Claim.Limit, r.Used, r.Reserved, int(wait.Seconds()+0.999)), RetryAfter: wait}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -330,6 +331,51 @@ func (s *Store) Leave(ctx context.Context, instance string) error {
 		_, err := t.ExecContext(ctx, s.q(`DELETE FROM instances WHERE id = ?`), instance)
 		return err
 	})
+}
+
+// How a process that stopped without settling is found out: it beats every
+// BeatEvery; one silent for OrphanAfter is taken for dead, and what it held is
+// released by the next sweep, every SweepEvery.
+const (
+	BeatEvery   = 10 * time.Second
+	OrphanAfter = 30 * time.Second
+	SweepEvery  = 5 * time.Second
+)
+
+// Holders tells who holds a scope's counter of bucket: whether a living
+// process's request does, and else when the earliest hold of a stopped process
+// is released (zero when none is).
+func (s *Store) Holders(ctx context.Context, scope string, bucket int64) (live bool, freed time.Time, err error) {
+	// The claims are JSON written by this package: a scope appears in them
+	// exactly so, with LIKE's own characters escaped.
+	pat, _ := json.Marshal(Claim{Scope: scope, Bucket: bucket})
+	needle := strings.TrimSuffix(strings.TrimPrefix(string(pat), "{"), `,"amount":0,"limit":0}`)
+	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(needle)
+	// A process that missed a beat is taken to have stopped; should it be alive
+	// after all, it settles its requests itself.
+	alive := s.micros() - (BeatEvery + BeatEvery/2).Microseconds()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.created_at, COALESCE(i.heartbeat, 0) FROM reservations r LEFT JOIN instances i ON i.id = r.instance
+		WHERE r.claims LIKE ? ESCAPE '\'`), "%"+esc+"%")
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var created, beat int64
+		if err := rows.Scan(&created, &beat); err != nil {
+			return false, time.Time{}, err
+		}
+		if beat >= alive {
+			live = true
+			continue
+		}
+		// ReleaseOrphans takes it once both are older than OrphanAfter.
+		at := time.UnixMicro(max(created, beat)).Add(OrphanAfter + SweepEvery)
+		if freed.IsZero() || at.Before(freed) {
+			freed = at
+		}
+	}
+	return live, freed, rows.Err()
 }
 
 // ReleaseOrphans gives back what reservations of instances silent for longer than
