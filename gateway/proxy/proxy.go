@@ -156,11 +156,12 @@ func (p *Proxy) Flush() { p.rec.flush() }
 var ErrShutdown = errors.New("the gateway is stopping")
 
 var (
-	errRevoked   = errors.New("the user was disabled, removed or given a new token")
-	errIdle      = errors.New("the upstream sent nothing for too long")
-	errFirstByte = errors.New("the upstream did not begin its answer in time")
-	errQuotaCut  = errors.New("the daily token quota ran out during the answer")
-	errClientGon = errors.New("the client went away")
+	errRevoked      = errors.New("the user was disabled, removed or given a new token")
+	errIdle         = errors.New("the upstream sent nothing for too long")
+	errFirstByte    = errors.New("the upstream did not begin its answer in time")
+	errNoQuotaCheck = errors.New("the quota could not be checked")
+	errQuotaCut     = errors.New("the daily token quota ran out during the answer")
+	errClientGon    = errors.New("the client went away")
 )
 
 // Handler serves the model endpoints.
@@ -279,7 +280,9 @@ type call struct {
 	vendorCap int64
 	reserve   int64 // quota.output_reserve
 	wrote     bool
-	content   *store.Content
+	// unrecorded: refused because usage cannot be recorded now.
+	unrecorded bool
+	content    *store.Content
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, d dialect.Dialect) {
@@ -342,6 +345,7 @@ func (c *call) run() {
 	}
 	if msg, wait := c.p.rec.refusal(); msg != "" {
 		c.fail(dialect.KindOverloaded, msg, wait)
+		c.unrecorded = true
 		return
 	}
 	limit := snap.Settings.Int(settings.MaxBodyMB) << 20
@@ -864,10 +868,12 @@ func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Respon
 			// The answer has run past its hold: hold more while there is room, or
 			// end it here.
 			if err := c.p.store.Extend(ctx, c.res, c.reserve); err != nil {
+				cause := errQuotaCut
 				if !errors.As(err, new(*store.Refused)) {
 					c.p.log.Error().Err(err).Msg("extending a reservation")
+					cause = errNoQuotaCheck
 				}
-				c.cut(meter, errQuotaCut)
+				c.cut(meter, cause)
 				c.settleStream(meter)
 				return nil
 			}
@@ -912,6 +918,8 @@ func (c *call) cut(meter *dialect.Meter, cause error) {
 		return
 	case errors.Is(cause, errRevoked):
 		k, msg = dialect.KindForbidden, "this user was disabled, removed or given a new token during the answer; ask a gateway admin"
+	case errors.Is(cause, errNoQuotaCheck):
+		k, msg = dialect.KindOverloaded, "the gateway could not check the quota during the answer (its database is unreachable); the answer is incomplete"
 	case errors.Is(cause, errQuotaCut):
 		k, msg = dialect.KindQuota, "the daily token quota ran out during the answer; it renews at midnight UTC"
 	case errors.Is(cause, errIdle):
@@ -1010,7 +1018,11 @@ func (c *call) finish() {
 	if c.content != nil && c.rec.User != "" {
 		st.Content = c.content
 	}
-	c.p.rec.add(st)
+	// A request refused because usage cannot be recorded now is counted, not
+	// recorded: recording it would grow what cannot be written.
+	if !c.unrecorded {
+		c.p.rec.add(st)
+	}
 	ev := c.p.log.Info()
 	if c.rec.Status >= 400 {
 		ev = c.p.log.Warn().Str("error", c.rec.Error)
