@@ -4,8 +4,8 @@
 // rewrites the model name, writes errors and in-stream error events as each
 // vendor does, and reads usage from answers, whole or streamed.
 //
-// The gateway does not translate one format into the other: a route's upstreams
-// speak the format of the endpoint its clients call.
+// A request reaches an upstream of the other format through the translation of
+// translate.go; one of the same format passes through untouched.
 package dialect
 
 import (

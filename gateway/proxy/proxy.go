@@ -397,13 +397,12 @@ func (c *call) run() {
 		c.fail(dialect.KindUpstream, fmt.Sprintf("the route of model %q names upstream %q, which is gone", route.Model, route.Upstream), 0)
 		return
 	}
-	if dialect.Dialect(primary.Kind) != c.d {
-		other := "/v1/chat/completions"
-		if primary.Kind == store.KindAnthropic {
-			other = "/v1/messages"
+	if up := dialect.Dialect(primary.Kind); up != c.d {
+		// What the other format cannot carry is refused before any quota is taken.
+		if _, err := dialect.TranslateRequest(c.d, up, c.req.Body(dialect.Options{Model: route.UpstreamModel}), dialect.TranslateOptions{}); err != nil {
+			c.fail(dialect.KindBadRequest, fmt.Sprintf("model %q is served by an %s upstream, and this request cannot be translated for it: %v", route.Model, primary.Kind, err), 0)
+			return
 		}
-		c.fail(dialect.KindBadRequest, fmt.Sprintf("model %q is served by an %s upstream: call %s with it (this gateway passes requests on in their own wire format and does not translate between formats)", route.Model, primary.Kind, other), 0)
-		return
 	}
 	c.rec.UpstreamModel = route.UpstreamModel
 	if c.snap.Settings.Bool(settings.StoreContent) {
@@ -576,7 +575,7 @@ func (c *call) forward(route *store.Route) {
 	var last *attemptError
 	for i, name := range names {
 		up := c.snap.Upstreams[name]
-		if up == nil || dialect.Dialect(up.Kind) != c.d {
+		if up == nil {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -658,11 +657,19 @@ func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.
 	defer cancel(nil)
 	opts := dialect.Options{Model: route.UpstreamModel}
 	opts.CapTokens = c.vendorCap
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, dialect.Endpoint(c.d, up.BaseURL), bytes.NewReader(c.req.Body(opts)))
+	upD := dialect.Dialect(up.Kind)
+	reqBody := c.req.Body(opts)
+	if upD != c.d {
+		var err error
+		if reqBody, err = dialect.TranslateRequest(c.d, upD, reqBody, dialect.TranslateOptions{MaxTokens: c.reserve}); err != nil {
+			return &attemptError{kind: dialect.KindBadRequest, msg: err.Error(), reason: "translate"}
+		}
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, dialect.Endpoint(upD, up.BaseURL), bytes.NewReader(reqBody))
 	if err != nil {
 		return &attemptError{kind: dialect.KindUpstream, msg: "bad upstream URL", reason: "config"}
 	}
-	dialect.Headers(c.d, hreq.Header, c.r.Header, up.APIKey, c.req.Stream)
+	dialect.Headers(upD, hreq.Header, c.r.Header, up.APIKey, c.req.Stream)
 	hreq.Header.Set("User-Agent", "ferry-gateway/"+buildinfo.Version)
 	// Until the answer begins, its own bound: a stream's first event comes at
 	// once, a whole answer only when it is written. Then the idle bound, reset
@@ -778,6 +785,10 @@ func (c *call) upstreamStatus(up *store.Upstream, resp *http.Response) *attemptE
 			e.body = dialect.ErrorBody(c.d, dialect.KindBadRequest, e.msg)
 		}
 	}
+	if e.body != nil && dialect.Dialect(up.Kind) != c.d {
+		// The vendor's error in its own format would puzzle the client's SDK.
+		e.body = dialect.TranslateError(c.d, e.kind, b)
+	}
 	return e
 }
 
@@ -844,16 +855,25 @@ func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Respon
 		"X-Accel-Buffering": {"no"},
 	})
 	rc := http.NewResponseController(c.w)
-	meter := &dialect.Meter{D: c.d, HideUsage: c.d == dialect.OpenAI && !c.req.IncludeUsage}
+	upD := dialect.Dialect(up.Kind)
+	meter := &dialect.Meter{D: upD, HideUsage: upD == dialect.OpenAI && c.d == dialect.OpenAI && !c.req.IncludeUsage}
+	var tr *dialect.StreamTranslator
+	if upD != c.d {
+		tr = &dialect.StreamTranslator{From: upD, To: c.d, Model: c.req.Model, IncludeUsage: c.req.IncludeUsage}
+	}
 	var captured []byte
 	clientGone := false
 	for {
 		if meter.Event(ev.name, ev.data) {
 			raw := ev.raw
-			if !bytes.HasSuffix(raw, []byte("\n\n")) {
+			if tr != nil {
+				raw = tr.Event(ev.name, ev.data)
+			} else if !bytes.HasSuffix(raw, []byte("\n\n")) {
 				raw = append(raw, '\n')
 			}
-			if _, werr := c.w.Write(raw); werr != nil {
+			if len(raw) == 0 {
+				// Nothing of this event in the client's format.
+			} else if _, werr := c.w.Write(raw); werr != nil {
 				clientGone = true
 				break
 			}
@@ -941,7 +961,42 @@ func (c *call) settleStream(meter *dialect.Meter) {
 // the answer still passes on, and its usage is estimated.
 const maxWhole = 16 << 20
 
+// translated answers a whole answer of the other format: it is read whole
+// (bounded), rewritten, then sent.
+func (c *call) translated(ctx context.Context, up *store.Upstream, body io.Reader) *attemptError {
+	upD := dialect.Dialect(up.Kind)
+	b, err := io.ReadAll(io.LimitReader(body, maxWhole))
+	if err != nil || len(b) == 0 {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
+			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
+		}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer broke before its end: %v", up.Name, err), fallback: true, reason: "stream"}
+	}
+	out, err := dialect.TranslateWhole(upD, c.d, b, c.req.Model)
+	if err != nil {
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer: %v", up.Name, err), fallback: true, reason: "translate"}
+	}
+	c.commit(http.StatusOK, http.Header{"Content-Type": {"application/json"}, "Content-Length": {strconv.Itoa(len(out))}})
+	if _, werr := c.w.Write(out); werr != nil {
+		c.rec.Status, c.rec.Error = 499, "the client went away during the answer"
+	} else {
+		c.rec.Status = 200
+	}
+	if c.content != nil {
+		c.content.Response = clip(string(out), maxContent)
+	}
+	u, ok := dialect.WholeUsage(upD, b)
+	if !ok {
+		u = dialect.Usage{Input: dialect.EstimateBytes(c.req.InputBound), Output: dialect.EstimateBytes(int64(len(b)))}
+	}
+	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+	return nil
+}
+
 func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Response, body io.Reader) *attemptError {
+	if dialect.Dialect(up.Kind) != c.d {
+		return c.translated(ctx, up, body)
+	}
 	first := make([]byte, 32<<10)
 	n, err := io.ReadAtLeast(body, first, 1)
 	if n == 0 {
