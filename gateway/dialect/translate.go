@@ -558,7 +558,7 @@ func TranslateWhole(from, to Dialect, body []byte, model string) ([]byte, error)
 	}
 	return marshal(map[string]any{"id": in.ID, "object": "chat.completion", "created": time.Now().Unix(), "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": mapStop(stopToOpenAI, in.StopReason, "stop"), "logprobs": nil}},
-		"usage": openAIUsage(u)}), nil
+		"usage":   openAIUsage(u)}), nil
 }
 
 func anthropicUsage(u Usage) map[string]any {
