@@ -507,7 +507,7 @@ func (s *Store) Upstreams(ctx context.Context, withKeys bool) ([]Upstream, error
 }
 
 // SetRoute adds a route or replaces one. Every upstream it names must exist and
-// speak one wire format: the gateway does not translate between them.
+// speak one wire format: they share the route's one upstream model name.
 func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 	if err := ValidModel(r.Model); err != nil {
 		return err
