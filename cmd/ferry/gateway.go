@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"os/user"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/ferryhq/ferry/gateway"
 	"github.com/ferryhq/ferry/gateway/admin"
+	"github.com/ferryhq/ferry/gateway/quota"
 	"github.com/ferryhq/ferry/gateway/settings"
 	"github.com/ferryhq/ferry/gateway/store"
 	"github.com/ferryhq/ferry/gateway/token"
@@ -34,10 +36,12 @@ const gatewayUse = `usage:
   ferry gateway upstream list [--json] | remove NAME
   ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]…
   ferry gateway route list [--json] | remove MODEL
-  ferry gateway user add NAME [--team T] [--daily-tokens N] [--rpm N] [--models A,B] [--admin]
-  ferry gateway user set NAME [--team T] [--daily-tokens N] [--rpm N] [--models A,B] [--admin=true|false]
+  ferry gateway price set UPSTREAM_MODEL --input P --output P [--cached P] [--reasoning P]   (P: per million tokens)
+  ferry gateway price list [--json] | remove UPSTREAM_MODEL
+  ferry gateway user add NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin]
+  ferry gateway user set NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin=true|false]
   ferry gateway user list [--json] | disable NAME | enable NAME | rotate NAME | remove NAME
-  ferry gateway team set NAME [--daily-tokens N] [--rpm N] | list [--json] | remove NAME
+  ferry gateway team set NAME [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] | list [--json] | remove NAME
   ferry gateway usage [--user U] [--team T] [--model M] [--since DATE] [--until DATE] [--by day,user,team,model] [--json | --csv]
   ferry gateway audit [--user U] [--since DATE] [--trace ID] [--errors] [--limit N] [--json]
   ferry gateway config list | get KEY | set KEY VALUE | unset KEY
@@ -84,6 +88,16 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.named(rest, "route remove", func(ctx context.Context, st *store.Store, name string) error {
 			return st.RemoveRoute(ctx, g.actor(), name)
 		}, "removed the route of %s")
+	case "price set":
+		return g.priceSet(rest)
+	case "price list", "price ls":
+		return list(g, rest, "price list", (*store.Store).Prices, "UPSTREAM MODEL\tINPUT\tCACHED\tOUTPUT\tREASONING", func(p store.Price) []string {
+			return []string{p.Model, quota.Money(p.Input), quota.Money(p.Cached), quota.Money(p.Output), quota.Money(p.Reasoning)}
+		})
+	case "price remove", "price rm":
+		return g.named(rest, "price remove", func(ctx context.Context, st *store.Store, name string) error {
+			return st.RemovePrice(ctx, g.actor(), name)
+		}, "removed the price of %s")
 	case "user add":
 		return g.userAdd(rest)
 	case "user set":
@@ -389,6 +403,28 @@ type userFlags struct {
 	rpm         *int64
 	models      *string
 	admin       *bool
+	dayBudget   *money
+	monthBudget *money
+}
+
+// money is a flag of an amount in the price table's currency, kept in micros.
+type money int64
+
+func (m *money) String() string { return quota.Money(int64(*m)) }
+
+func (m *money) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 || f > 1e12 {
+		return fmt.Errorf("give an amount like 12.50")
+	}
+	*m = money(math.Round(f * 1e6))
+	return nil
+}
+
+func moneyFlag(fs *flag.FlagSet, name, usage string) *money {
+	m := new(money)
+	fs.Var(m, name, usage)
+	return m
 }
 
 func (g *gw) userFlagSet(name string) (*flag.FlagSet, userFlags) {
@@ -399,6 +435,8 @@ func (g *gw) userFlagSet(name string) (*flag.FlagSet, userFlags) {
 		rpm:         fs.Int64("rpm", 0, "requests a minute (0: no limit of the user's own)"),
 		models:      fs.String("models", "", "comma-separated models the user may call (default: every routed model)"),
 		admin:       fs.Bool("admin", false, "the user may sign in to /admin"),
+		dayBudget:   moneyFlag(fs, "daily-budget", "what the user may spend a UTC day, in the price table's currency (0: no budget of its own)"),
+		monthBudget: moneyFlag(fs, "monthly-budget", "what the user may spend a UTC month (0: no budget of its own)"),
 	}
 }
 
@@ -409,6 +447,21 @@ func models(s string) []string {
 		return []string{}
 	}
 	return l
+}
+
+func (g *gw) priceSet(args []string) int {
+	fs := g.flags("price set")
+	in := moneyFlag(fs, "input", "price of a million input tokens (not read from the cache)")
+	out := moneyFlag(fs, "output", "price of a million output tokens")
+	cached := moneyFlag(fs, "cached", "price of a million input tokens read from the cache (default: the input's)")
+	reasoning := moneyFlag(fs, "reasoning", "price of a million reasoning tokens (default: the output's)")
+	name, code := g.parse(fs, args, "upstream model's name")
+	if code != 0 {
+		return code
+	}
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
+		return st.SetPrice(ctx, g.actor(), store.Price{Model: name, Input: int64(*in), Output: int64(*out), Cached: int64(*cached), Reasoning: int64(*reasoning)})
+	}, "set the price of %s")
 }
 
 func (g *gw) userAdd(args []string) int {
@@ -424,7 +477,8 @@ func (g *gw) userAdd(args []string) int {
 	}
 	defer st.Close()
 	tok, h := token.New()
-	u := store.User{Name: name, Team: *f.team, DailyTokens: *f.dailyTokens, RPM: *f.rpm, Models: models(*f.models), Admin: *f.admin}
+	u := store.User{Name: name, Team: *f.team, DailyTokens: *f.dailyTokens, RPM: *f.rpm, Models: models(*f.models), Admin: *f.admin,
+		DailyBudget: int64(*f.dayBudget), MonthlyBudget: int64(*f.monthBudget)}
 	if err := st.AddUser(ctx, g.actor(), u, h); err != nil {
 		return g.fail(err)
 	}
@@ -453,6 +507,10 @@ func (g *gw) userSet(args []string) int {
 			c.Models = &m
 		case "admin":
 			c.Admin = f.admin
+		case "daily-budget":
+			c.DailyBudget = (*int64)(f.dayBudget)
+		case "monthly-budget":
+			c.MonthlyBudget = (*int64)(f.monthBudget)
 		}
 	})
 	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
@@ -507,12 +565,14 @@ func (g *gw) teamSet(args []string) int {
 	fs := g.flags("team set")
 	tokens := fs.Int64("daily-tokens", 0, "tokens a UTC day the team's members may use together (0: no limit)")
 	rpm := fs.Int64("rpm", 0, "requests a minute of the team's members together (0: no limit)")
+	day := moneyFlag(fs, "daily-budget", "what the team's members may spend together a UTC day (0: no budget)")
+	month := moneyFlag(fs, "monthly-budget", "what the team's members may spend together a UTC month (0: no budget)")
 	name, code := g.parse(fs, args, "team's name")
 	if code != 0 {
 		return code
 	}
 	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
-		return st.SetTeam(ctx, g.actor(), store.Team{Name: name, DailyTokens: *tokens, RPM: *rpm})
+		return st.SetTeam(ctx, g.actor(), store.Team{Name: name, DailyTokens: *tokens, RPM: *rpm, DailyBudget: int64(*day), MonthlyBudget: int64(*month)})
 	}, "set the limits of team %s")
 }
 
@@ -581,9 +641,9 @@ func (g *gw) usage(args []string) int {
 	}
 	var out [][]string
 	for _, r := range rows {
-		out = append(out, []string{r.Day, r.User, r.Team, r.Model, itoa(r.Requests), itoa(r.Errors), itoa(r.InputTokens), itoa(r.OutputTokens), itoa(r.CachedTokens)})
+		out = append(out, []string{r.Day, r.User, r.Team, r.Model, itoa(r.Requests), itoa(r.Errors), itoa(r.InputTokens), itoa(r.OutputTokens), itoa(r.CachedTokens), quota.Money(r.CostMicros)})
 	}
-	g.table("DAY\tUSER\tTEAM\tMODEL\tREQUESTS\tERRORS\tINPUT\tOUTPUT\tCACHED", out)
+	g.table("DAY\tUSER\tTEAM\tMODEL\tREQUESTS\tERRORS\tINPUT\tOUTPUT\tCACHED\tCOST", out)
 	return 0
 }
 

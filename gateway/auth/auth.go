@@ -25,13 +25,17 @@ type Snapshot struct {
 	Upstreams  map[string]*store.Upstream
 	Routes     map[string]*store.Route
 	Settings   settings.Values
+	Prices     map[string]*store.Price // by upstream model
 }
 
 // NewSnapshot indexes a configuration.
 func NewSnapshot(c *store.Config) *Snapshot {
 	s := &Snapshot{Generation: c.Generation, Users: map[string]*store.User{}, byToken: map[string]*store.User{},
 		Teams: map[string]*store.Team{}, Upstreams: map[string]*store.Upstream{}, Routes: map[string]*store.Route{},
-		Settings: settings.Values(c.Settings)}
+		Settings: settings.Values(c.Settings), Prices: map[string]*store.Price{}}
+	for i := range c.Prices {
+		s.Prices[c.Prices[i].Model] = &c.Prices[i]
+	}
 	for i := range c.Users {
 		u := &c.Users[i]
 		s.Users[u.Name], s.byToken[u.TokenID] = u, u

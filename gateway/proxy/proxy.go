@@ -78,6 +78,7 @@ type meters struct {
 	refusals  *metrics.CounterVec
 	active    *metrics.Gauge
 	fallbacks *metrics.CounterVec
+	spend     *metrics.CounterVec
 }
 
 // New makes a proxy writing to st, counting into reg.
@@ -99,6 +100,7 @@ func New(st *store.Store, j *Journal, spooled []store.Settlement, instance strin
 		upErrors:  reg.NewCounter("ferry_gateway_upstream_errors_total", "Failed upstream attempts, by upstream and reason.", "upstream", "reason"),
 		refusals:  reg.NewCounter("ferry_gateway_quota_refusals_total", "Requests refused by a quota, by what ran out (tokens, requests).", "limit"),
 		active:    reg.NewGauge("ferry_gateway_active_requests", "Requests being answered now."),
+		spend:     reg.NewCounter("ferry_gateway_spend_micros_total", "What requests cost by the price table, in millionths of its currency, by model.", "model"),
 		fallbacks: reg.NewCounter("ferry_gateway_fallbacks_total", "Requests passed to a route's next upstream, by the upstream that failed.", "upstream"),
 	}
 	p.j = j
@@ -280,6 +282,8 @@ type call struct {
 	vendorCap int64
 	reserve   int64 // quota.output_reserve
 	wrote     bool
+	price     *store.Price // of the upstream model; nil: none
+	reasoning int64        // of the output tokens, reasoning
 	// unrecorded: refused because usage cannot be recorded now.
 	unrecorded bool
 	content    *store.Content
@@ -405,6 +409,7 @@ func (c *call) run() {
 		}
 	}
 	c.rec.UpstreamModel = route.UpstreamModel
+	c.price = snap.Prices[route.UpstreamModel]
 	if c.snap.Settings.Bool(settings.StoreContent) {
 		c.content = &store.Content{Request: clip(string(c.body), maxContent)}
 	}
@@ -418,6 +423,7 @@ func (c *call) run() {
 	// request this.
 	pre := store.Settlement{Reservation: c.res, Request: c.rec}
 	pre.Request.InputTokens, pre.Request.Estimated = dialect.EstimateBytes(c.req.InputBound), true
+	pre.Request.CostMicros = quota.Cost(c.price, pre.Request.InputTokens, 0, 0, 0)
 	if err := c.p.j.Admit(pre); err != nil {
 		c.p.log.Error().Err(err).Msg("journaling a request")
 		c.fail(dialect.KindOverloaded, "the gateway cannot record usage now (its local spool is full); try again later", 5*time.Second)
@@ -464,15 +470,25 @@ func (p *Proxy) take(u *store.User, need int64, set settings.Values) (release fu
 func (c *call) admit() bool {
 	lim := quota.Of(c.user, c.snap.Teams[c.user.Team])
 	c.reserve = c.snap.Settings.Int(settings.OutputReserve)
+	out := c.req.MaxTokens
+	if out == 0 {
+		out = c.reserve
+	}
+	tokens := c.req.InputBound + out*c.req.Choices
 	hold := int64(0)
 	if lim.Tokens() {
-		out := c.req.MaxTokens
-		if out == 0 {
-			out = c.reserve
-		}
-		hold = c.req.InputBound + out*c.req.Choices
+		hold = tokens
 	}
 	claims := lim.Claims(c.start, hold)
+	// A budget holds what the tokens held would cost at most; a model without a
+	// price costs nothing against it.
+	budgeted := false
+	if p := c.price; p != nil && lim.Budgets() {
+		perOut := max(p.Output, p.Reasoning)
+		spend := quota.Spend{Amount: (c.req.InputBound*p.Input + out*c.req.Choices*perOut + 999_999) / 1_000_000, PerMTok: perOut}
+		claims = append(claims, lim.BudgetClaims(c.start, spend)...)
+		budgeted = true
+	}
 	if len(claims) == 0 {
 		return true
 	}
@@ -508,6 +524,10 @@ func (c *call) admit() bool {
 		// is not served.
 		c.fail(dialect.KindOverloaded, "the gateway cannot check the quota now (its database is unreachable); try again in a few seconds", 5*time.Second)
 		return false
+	}
+	if budgeted && !lim.Tokens() {
+		// The stream's hold grows as it runs, as a token quota's does.
+		c.held = tokens
 	}
 	if lim.Tokens() {
 		c.held = hold
@@ -955,6 +975,7 @@ func (c *call) cut(meter *dialect.Meter, cause error) {
 func (c *call) settleStream(meter *dialect.Meter) {
 	u := meter.Final(dialect.EstimateBytes(c.req.InputBound))
 	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+	c.reasoning = u.Reasoning
 }
 
 // maxWhole bounds how much of a whole answer is kept to read its usage; past it
@@ -990,6 +1011,7 @@ func (c *call) translated(ctx context.Context, up *store.Upstream, body io.Reade
 		u = dialect.Usage{Input: dialect.EstimateBytes(c.req.InputBound), Output: dialect.EstimateBytes(int64(len(b)))}
 	}
 	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+	c.reasoning = u.Reasoning
 	return nil
 }
 
@@ -1049,12 +1071,17 @@ func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Respons
 		u = dialect.Usage{Input: dialect.EstimateBytes(c.req.InputBound), Output: dialect.EstimateBytes(int64(len(kept)))}
 	}
 	c.rec.InputTokens, c.rec.OutputTokens, c.rec.CachedTokens, c.rec.Estimated = u.Input, u.Output, u.Cached, !u.Final
+	c.reasoning = u.Reasoning
 	return nil
 }
 
 // finish counts the request and hands it to the recorder, which settles its
 // reservation and writes its audit row off the answer's path.
 func (c *call) finish() {
+	c.rec.CostMicros = quota.Cost(c.price, c.rec.InputTokens, c.rec.CachedTokens, c.rec.OutputTokens, c.reasoning)
+	if c.rec.CostMicros > 0 {
+		c.p.m.spend.Add(uint64(c.rec.CostMicros), c.rec.Model)
+	}
 	c.rec.Latency = c.p.Now().Sub(c.start)
 	c.rec.LatencyMS, c.rec.TTFBMS = float64(c.rec.Latency.Microseconds())/1000, float64(c.rec.TTFB.Microseconds())/1000
 	status := strconv.Itoa(c.rec.Status)

@@ -20,6 +20,17 @@ type Claim struct {
 	// Count adds Amount to used at once (requests); otherwise Amount is held as
 	// reserved until the request settles with what it really took (tokens).
 	Count bool `json:"count,omitempty"`
+	// PerMTok, for a budget's claim (amounts in micros), is what a million more
+	// tokens of answer cost: a stream's hold grows by that rate.
+	PerMTok int64 `json:"per_mtok,omitempty"`
+}
+
+// more is what n more tokens of answer add to the claim.
+func (c Claim) more(n int64) int64 {
+	if c.PerMTok == 0 {
+		return n
+	}
+	return (n*c.PerMTok + 999_999) / 1_000_000
 }
 
 // Reservation is what one request in flight holds.
@@ -107,7 +118,7 @@ func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) (int64, err
 		if err != nil {
 			return 0, fmt.Errorf("taking quota from %s: %w", c.Scope, err)
 		}
-		if !c.Count {
+		if !c.Count && c.PerMTok == 0 {
 			if free := c.Limit - (used + reserved - c.Amount); room == 0 || free < room {
 				room = max(free, 1)
 			}
@@ -135,7 +146,7 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 	}
 	ext := make([]Claim, len(held))
 	for i, c := range held {
-		c.Amount = more
+		c.Amount = c.more(more)
 		ext[i] = c
 	}
 	err := s.tx(ctx, func(t *sql.Tx) error {
@@ -143,7 +154,7 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 			return err
 		}
 		for i := range held {
-			held[i].Amount += more
+			held[i].Amount += held[i].more(more)
 		}
 		b, _ := json.Marshal(held)
 		_, err := t.ExecContext(ctx, s.q(`UPDATE reservations SET claims = ? WHERE id = ?`), string(b), r.ID)
@@ -152,7 +163,7 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 	if err == nil {
 		for i := range r.Claims {
 			if !r.Claims[i].Count && r.Claims[i].Limit > 0 {
-				r.Claims[i].Amount += more
+				r.Claims[i].Amount += r.Claims[i].more(more)
 			}
 		}
 	}
@@ -175,6 +186,8 @@ type Request struct {
 	InputTokens   int64     `json:"input_tokens"`
 	OutputTokens  int64     `json:"output_tokens"`
 	CachedTokens  int64     `json:"cached_tokens"`
+	// CostMicros is what the request cost by the price table, in micros.
+	CostMicros int64 `json:"cost_micros"`
 	// Estimated: the vendor's final figures never came (a cut stream), so the
 	// tokens are the gateway's estimate.
 	Estimated bool          `json:"estimated"`
@@ -227,10 +240,10 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 	// A settlement replayed from a spool may already be here (the database
 	// committed it, and the answer was lost): it is not counted twice.
 	res, err := t.ExecContext(ctx, s.q(`INSERT INTO requests(id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
-		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`),
+		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client, cost_micros)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`),
 		r.ID, r.Time.UnixMicro(), r.User, r.Team, r.Dialect, r.Model, r.Upstream, r.UpstreamModel, boolInt(r.Stream), r.Status, r.Error,
-		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client)
+		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client, r.CostMicros)
 	if err != nil {
 		return fmt.Errorf("auditing request: %w", err)
 	}
@@ -253,18 +266,30 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 			}
 		}
 	}
-	var scopes []string
-	if r.User != "" {
-		scopes = append(scopes, UserScope(r.User, Tokens))
+	// Tokens of the day, and spend of the day and the month, by user and team.
+	type counter struct {
+		scope  string
+		bucket int64
+		used   int64
 	}
-	if r.Team != "" {
-		scopes = append(scopes, TeamScope(r.Team, Tokens))
-	}
-	for _, sc := range scopes {
-		c, ok := held[sc]
-		if !ok {
-			c = Claim{Scope: sc, Bucket: Day(r.Time)}
+	var counters []counter
+	for _, who := range []struct {
+		scope func(string, string) string
+		name  string
+	}{{UserScope, r.User}, {TeamScope, r.Team}} {
+		if who.name == "" {
+			continue
 		}
+		counters = append(counters, counter{who.scope(who.name, Tokens), Day(r.Time), used},
+			counter{who.scope(who.name, Cost), Day(r.Time), r.CostMicros},
+			counter{who.scope(who.name, CostMonth), Month(r.Time), r.CostMicros})
+	}
+	for _, k := range counters {
+		c, ok := held[k.scope]
+		if !ok {
+			c = Claim{Scope: k.scope, Bucket: k.bucket}
+		}
+		used := k.used
 		if used == 0 && c.Amount == 0 {
 			continue
 		}
@@ -286,20 +311,32 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 	if r.Status >= 400 {
 		errs = 1
 	}
-	_, err = t.ExecContext(ctx, s.q(`INSERT INTO usage_daily(day, user_name, team, model, requests, errors, input_tokens, output_tokens, cached_tokens, estimated)
-		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+	_, err = t.ExecContext(ctx, s.q(`INSERT INTO usage_daily(day, user_name, team, model, requests, errors, input_tokens, output_tokens, cached_tokens, estimated, cost_micros)
+		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(day, user_name, team, model) DO UPDATE SET requests = usage_daily.requests + 1, errors = usage_daily.errors + excluded.errors,
 			input_tokens = usage_daily.input_tokens + excluded.input_tokens, output_tokens = usage_daily.output_tokens + excluded.output_tokens,
-			cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens, estimated = usage_daily.estimated + excluded.estimated`),
-		Day(r.Time), r.User, r.Team, r.Model, errs, r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated))
+			cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens, estimated = usage_daily.estimated + excluded.estimated,
+			cost_micros = usage_daily.cost_micros + excluded.cost_micros`),
+		Day(r.Time), r.User, r.Team, r.Model, errs, r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.CostMicros)
 	return err
 }
 
 // What a counter counts.
 const (
-	Tokens   = "tokens"   // tokens of a UTC day
-	Requests = "requests" // requests of a minute
+	Tokens    = "tokens"     // tokens of a UTC day
+	Requests  = "requests"   // requests of a minute
+	Cost      = "cost"       // spend of a UTC day, in micros
+	CostMonth = "cost_month" // spend of a UTC month, in micros
 )
+
+// Month is the UTC month number of t (months since year 0); MonthStart its
+// first instant.
+func Month(t time.Time) int64 { u := t.UTC(); return int64(u.Year())*12 + int64(u.Month()) - 1 }
+
+// MonthStart is the first instant of month number m.
+func MonthStart(m int64) time.Time {
+	return time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
+}
 
 // UserScope and TeamScope name the counters of a user or a team.
 func UserScope(name, what string) string { return "user:" + name + ":" + what }
@@ -443,7 +480,8 @@ func (s *Store) Counter(ctx context.Context, scope string, bucket int64) (Counte
 // can no longer admit anything.
 func (s *Store) PruneCounters(ctx context.Context, day, minute int64) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, s.q(`DELETE FROM quota_counters WHERE (scope LIKE '%:tokens' AND bucket < ?) OR (scope LIKE '%:requests' AND bucket < ?)`), day, minute)
+		_, err := t.ExecContext(ctx, s.q(`DELETE FROM quota_counters WHERE ((scope LIKE '%:tokens' OR scope LIKE '%:cost') AND bucket < ?)
+			OR (scope LIKE '%:requests' AND bucket < ?) OR (scope LIKE '%:cost_month' AND bucket < ?)`), day, minute, Month(DayStart(day)))
 		return err
 	})
 }
