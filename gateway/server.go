@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,6 +36,10 @@ const DefaultAddr = "127.0.0.1:8787"
 // DBEnv names the variable that gives every `ferry gateway` command its database
 // when --db is not given.
 const DBEnv = "FERRY_GATEWAY_DB"
+
+// MetricsTokenEnv names the variable that, when set, puts /metrics behind a
+// bearer token of its value.
+const MetricsTokenEnv = "FERRY_GATEWAY_METRICS_TOKEN"
 
 // DefaultDB is the database commands use without --db: $FERRY_GATEWAY_DB, else
 // gateway.db in Ferry's data directory.
@@ -65,7 +71,9 @@ type Options struct {
 	// Grace is how long a stop waits for requests in flight (default 30 s):
 	// those still running then are ended with the dialect's error, and settled.
 	Grace time.Duration
-	Log   zerolog.Logger
+	// MetricsToken, when set, is required as a bearer token by /metrics.
+	MetricsToken string
+	Log          zerolog.Logger
 	// Ready hears the address actually listened on (useful with port 0).
 	Ready func(addr string)
 }
@@ -168,6 +176,14 @@ func Serve(ctx context.Context, o Options) error {
 		fmt.Fprintf(w, `{"status":"ok","version":%q,"generation":%d}`+"\n", buildinfo.Version, px.Snapshot().Generation)
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if o.MetricsToken != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(o.MetricsToken)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				http.Error(w, "metrics need the token $"+MetricsTokenEnv+" gave serve, as Authorization: Bearer …", http.StatusUnauthorized)
+				return
+			}
+		}
 		w.Header().Set("Content-Type", metrics.ContentType)
 		reg.Write(w)
 	})

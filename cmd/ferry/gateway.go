@@ -251,7 +251,7 @@ func (g *gw) serve(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := gateway.Serve(ctx, gateway.Options{Addr: *addr, DB: g.db, TLSCert: *cert, TLSKey: *key, Insecure: *insecure,
-		Spool: *spool, SpoolMax: *spoolMB << 20, Grace: *grace,
+		Spool: *spool, SpoolMax: *spoolMB << 20, Grace: *grace, MetricsToken: os.Getenv(gateway.MetricsTokenEnv),
 		Log: gateway.Logger(g.stderr),
 		Ready: func(u string) {
 			fmt.Fprintf(g.stdout, "ferry gateway: listening on %s (admin page: %s/admin)\n", u, u)

@@ -634,3 +634,38 @@ func TestKilledBesideAnother(t *testing.T) {
 	}
 	waitFor(t, "the holds released", func() bool { return e.counter(t, store.UserScope("kim", store.Tokens)).Reserved == 0 })
 }
+
+// TestObservabilityGuarded: with FERRY_GATEWAY_METRICS_TOKEN set, /metrics
+// answers only that bearer token; an unreachable upstream is named to users
+// without its address.
+func TestObservabilityGuarded(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.must("k\n", "upstream", "add", "gone", "--kind", "openai", "--base-url", "http://127.0.0.1:1/v1", "--api-key-stdin")
+	e.must("", "route", "add", "gpt", "--upstream", "gone")
+	tok := e.addUser("olga")
+	t.Setenv("FERRY_GATEWAY_METRICS_TOKEN", "metrics-secret-1")
+	g := e.serve()
+	get := func(bearer string) int {
+		req, _ := http.NewRequest("GET", g.URL+"/metrics", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b, c := get(""), get("wrong"), get("metrics-secret-1"); a != 401 || b != 401 || c != 200 {
+		t.Fatalf("/metrics: no token %d, a wrong one %d, the right one %d", a, b, c)
+	}
+	resp := post(t, g.URL+endpoint("openai"), tok, "openai", chatBody("openai", "gpt", "hi", false, nil))
+	body := readAll(t, resp)
+	if resp.StatusCode != 502 || strings.Contains(body, "127.0.0.1") || !strings.Contains(body, "connection refused") {
+		t.Fatalf("an unreachable upstream, as users see it: %d %s", resp.StatusCode, body)
+	}
+	if rows := e.requests(1); len(rows) != 1 || strings.Contains(rows[0].Error, "127.0.0.1:1") {
+		t.Fatalf("audit: %+v", rows)
+	}
+}

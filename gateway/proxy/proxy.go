@@ -8,6 +8,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -719,8 +721,10 @@ func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.
 		if errors.Is(context.Cause(ctx), errFirstByte) {
 			return late()
 		}
-		msg := string(scrub([]byte(unwrapURLError(err).Error()), up.APIKey))
-		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("cannot reach upstream %q: %s", up.Name, msg), fallback: true, reason: "network"}
+		// The details (the upstream's address among them) are for the log, not
+		// for users.
+		c.p.log.Warn().Str("upstream", up.Name).Str("error", string(scrub([]byte(unwrapURLError(err).Error()), up.APIKey))).Msg("cannot reach an upstream")
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("cannot reach upstream %q (%s)", up.Name, netReason(err)), fallback: true, reason: "network"}
 	}
 	defer resp.Body.Close()
 	body := &idleReader{r: resp.Body, reset: func() { begun.Store(true); watchdog.Reset(idle) }}
@@ -737,6 +741,30 @@ func (c *call) attempt(parent context.Context, up *store.Upstream, route *store.
 		return late()
 	}
 	return aerr
+}
+
+// netReason names a network failure without the addresses its error carries.
+func netReason(err error) string {
+	var dns *net.DNSError
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &dns):
+		return "its host name does not resolve"
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid):
+		return "its TLS certificate is not trusted"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the connection closed"
+	}
+	return "network error"
 }
 
 func unwrapURLError(err error) error {
@@ -867,7 +895,7 @@ func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Respon
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
-		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's stream ended before its first event: %v", up.Name, err), fallback: true, reason: "stream"}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's stream ended before its first event (%s)", up.Name, netReason(err)), fallback: true, reason: "stream"}
 	}
 	c.commit(http.StatusOK, http.Header{
 		"Content-Type":      {"text/event-stream; charset=utf-8"},
@@ -936,7 +964,7 @@ func (c *call) stream(ctx context.Context, up *store.Upstream, resp *http.Respon
 	case c.r.Context().Err() != nil:
 		c.cut(meter, errClientGon)
 	default:
-		c.cut(meter, fmt.Errorf("upstream %q's stream broke before its end: %v", up.Name, err))
+		c.cut(meter, fmt.Errorf("upstream %q's stream broke before its end (%s)", up.Name, netReason(err)))
 	}
 	if c.content != nil {
 		c.content.Response = string(captured)
@@ -991,7 +1019,7 @@ func (c *call) translated(ctx context.Context, up *store.Upstream, body io.Reade
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
-		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer broke before its end: %v", up.Name, err), fallback: true, reason: "stream"}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer broke before its end (%s)", up.Name, netReason(err)), fallback: true, reason: "stream"}
 	}
 	out, err := dialect.TranslateWhole(upD, c.d, b, c.req.Model)
 	if err != nil {
@@ -1025,7 +1053,7 @@ func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Respons
 		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errIdle) && !errors.Is(context.Cause(ctx), errFirstByte) {
 			return &attemptError{kind: dialect.KindUpstream, msg: "cancelled", reason: "cancelled"}
 		}
-		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer ended before its first byte: %v", up.Name, err), fallback: true, reason: "stream"}
+		return &attemptError{kind: dialect.KindUpstream, msg: fmt.Sprintf("upstream %q's answer ended before its first byte (%s)", up.Name, netReason(err)), fallback: true, reason: "stream"}
 	}
 	h := http.Header{"Content-Type": {resp.Header.Get("Content-Type")}}
 	if resp.ContentLength >= 0 && !resp.Uncompressed {
@@ -1063,7 +1091,7 @@ func (c *call) whole(ctx context.Context, up *store.Upstream, resp *http.Respons
 	case rerr != nil && c.r.Context().Err() != nil:
 		c.rec.Status, c.rec.Error = 499, "the client went away during the answer"
 	case rerr != nil:
-		c.rec.Status, c.rec.Error = 502, clip(fmt.Sprintf("upstream %q's answer broke before its end: %v", up.Name, rerr), 500)
+		c.rec.Status, c.rec.Error = 502, clip(fmt.Sprintf("upstream %q's answer broke before its end (%s)", up.Name, netReason(rerr)), 500)
 	default:
 		c.rec.Status = 200
 	}
