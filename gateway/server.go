@@ -236,6 +236,11 @@ func Serve(ctx context.Context, o Options) error {
 			}
 		}
 	})
+	go every(bg, 5*time.Second, func() {
+		if err := st.TouchKeys(bg, px.TakeKeyUses()); err != nil {
+			o.Log.Warn().Err(err).Msg("recording when keys were last used")
+		}
+	})
 	go every(bg, store.BeatEvery, func() {
 		if err := st.Beat(bg, instance, addr, started); err != nil {
 			o.Log.Warn().Err(err).Msg("heartbeat")

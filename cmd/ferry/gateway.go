@@ -41,6 +41,8 @@ const gatewayUse = `usage:
   ferry gateway user add NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin]
   ferry gateway user set NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin=true|false]
   ferry gateway user list [--json] | disable NAME | enable NAME | rotate NAME | remove NAME
+  ferry gateway key add USER --name N [--expires 720h | --expires 2026-12-31]
+  ferry gateway key list [--user U] [--json] | remove USER --name N
   ferry gateway team set NAME [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] | list [--json] | remove NAME
   ferry gateway usage [--user U] [--team T] [--model M] [--since DATE] [--until DATE] [--by day,user,team,model] [--json | --csv]
   ferry gateway audit [--user U] [--since DATE] [--trace ID] [--errors] [--limit N] [--json]
@@ -115,6 +117,12 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.named(rest, "user remove", func(ctx context.Context, st *store.Store, name string) error {
 			return st.RemoveUser(ctx, g.actor(), name)
 		}, "removed user %s (the audit keeps the name)")
+	case "key add":
+		return g.keyAdd(rest)
+	case "key list", "key ls":
+		return g.keyList(rest)
+	case "key remove", "key rm":
+		return g.keyRemove(rest)
 	case "team set", "team add":
 		return g.teamSet(rest)
 	case "team list", "team ls":
@@ -516,6 +524,88 @@ func (g *gw) userSet(args []string) int {
 	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
 		return st.UpdateUser(ctx, g.actor(), name, c)
 	}, "updated user %s")
+}
+
+func (g *gw) keyAdd(args []string) int {
+	fs := g.flags("key add")
+	name := fs.String("name", "", "the key's name, e.g. laptop or ci")
+	expires := fs.String("expires", "", "when it stops working: a duration from now (720h) or a date (2026-12-31, UTC); default: never")
+	user, code := g.parse(fs, args, "user's name")
+	if code != 0 {
+		return code
+	}
+	k := store.Key{User: user, Name: *name}
+	if *expires != "" {
+		if d, err := time.ParseDuration(*expires); err == nil && d > 0 {
+			k.ExpiresAt = time.Now().Add(d).UTC()
+		} else if t, err := parseDay("expires", *expires); err == nil {
+			k.ExpiresAt = t
+		} else {
+			return g.fail(err)
+		}
+	}
+	ctx := context.Background()
+	st, ok := g.open(ctx)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	tok, h := token.New()
+	if err := st.AddKey(ctx, g.actor(), k, h); err != nil {
+		return g.fail(err)
+	}
+	fmt.Fprintln(g.stdout, tok)
+	fmt.Fprintf(g.stderr, "added key %s of user %s. The token above is shown this once (the gateway keeps only its hash).\n", *name, user)
+	return 0
+}
+
+func (g *gw) keyList(args []string) int {
+	fs := g.flags("key list")
+	user := fs.String("user", "", "only this user's keys")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code := g.parse(fs, args, ""); code != 0 {
+		return code
+	}
+	ctx := context.Background()
+	st, ok := g.open(ctx)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	keys, err := st.Keys(ctx, *user)
+	if err != nil {
+		return g.fail(err)
+	}
+	if *asJSON {
+		if keys == nil {
+			keys = []store.Key{}
+		}
+		return g.jsonOut(keys)
+	}
+	when := func(t time.Time, none string) string {
+		if t.IsZero() {
+			return none
+		}
+		return t.Format("2006-01-02 15:04")
+	}
+	var rows [][]string
+	for _, k := range keys {
+		rows = append(rows, []string{k.User, k.Name, when(k.CreatedAt, ""), when(k.ExpiresAt, "never"), when(k.LastUsed, "not yet")})
+	}
+	g.table("USER\tKEY\tCREATED (UTC)\tEXPIRES\tLAST USED", rows)
+	return 0
+}
+
+func (g *gw) keyRemove(args []string) int {
+	fs := g.flags("key remove")
+	name := fs.String("name", "", "the key's name")
+	user, code := g.parse(fs, args, "user's name")
+	if code != 0 {
+		return code
+	}
+	return g.act(user, func(ctx context.Context, st *store.Store, user string) error {
+		return st.RemoveKey(ctx, g.actor(), user, *name)
+	}, "removed the key "+*name+" of user %s")
 }
 
 func (g *gw) userRotate(args []string) int {

@@ -63,6 +63,17 @@ type Proxy struct {
 	// inUse counts the requests in flight by "user:NAME" and "team:NAME", and
 	// the bytes of body held under "".
 	inUse map[string]int64
+	// keyUse is when each further key was last used, since the last TakeKeyUses.
+	keyUse map[string]time.Time
+}
+
+// TakeKeyUses returns when keys were last used since the last call.
+func (p *Proxy) TakeKeyUses() map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.keyUse
+	p.keyUse = map[string]time.Time{}
+	return out
 }
 
 // inflight is a request being answered, which a change of its user cuts short.
@@ -93,7 +104,7 @@ func New(st *store.Store, j *Journal, spooled []store.Settlement, instance strin
 	t.MaxIdleConnsPerHost = 512
 	t.ResponseHeaderTimeout = 0
 	p := &Proxy{store: st, instance: instance, log: log, http: &http.Client{Transport: t}, Now: time.Now,
-		active: map[*inflight]struct{}{}, inUse: map[string]int64{}}
+		active: map[*inflight]struct{}{}, inUse: map[string]int64{}, keyUse: map[string]time.Time{}}
 	p.m = &meters{
 		requests:  reg.NewCounter("ferry_gateway_requests_total", "Model requests answered, by endpoint dialect, model, upstream and HTTP status.", "dialect", "model", "upstream", "status"),
 		tokens:    reg.NewCounter("ferry_gateway_tokens_total", "Tokens counted, by model and kind (input, output, cached).", "model", "kind"),
@@ -348,6 +359,11 @@ func (c *call) run() {
 			c.fail(dialect.KindAuth, err.Error(), 0)
 		}
 		return
+	}
+	if u.KeyID != "" {
+		c.p.mu.Lock()
+		c.p.keyUse[u.KeyID] = c.start
+		c.p.mu.Unlock()
 	}
 	if msg, wait := c.p.rec.refusal(); msg != "" {
 		c.fail(dialect.KindOverloaded, msg, wait)

@@ -33,6 +33,11 @@ type User struct {
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 
+	// Key is the name of the further key a request authenticated with ("": the
+	// user's own token); KeyID its token's id.
+	Key   string `json:"-"`
+	KeyID string `json:"-"`
+
 	// The token is kept only as these: never the token itself.
 	TokenID   string `json:"-"`
 	TokenSalt string `json:"-"`
@@ -94,6 +99,7 @@ type Config struct {
 	Routes     []Route
 	Settings   map[string]string
 	Prices     []Price
+	Keys       []Key
 }
 
 // ValidName checks a user, team or upstream name.
@@ -656,6 +662,9 @@ func (s *Store) LoadConfig(ctx context.Context) (*Config, error) {
 		return nil, err
 	}
 	if c.Prices, err = s.Prices(ctx); err != nil {
+		return nil, err
+	}
+	if c.Keys, err = s.Keys(ctx, ""); err != nil {
 		return nil, err
 	}
 	return &c, nil
