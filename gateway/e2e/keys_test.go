@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -47,9 +48,18 @@ func TestUserKeys(t *testing.T) {
 		json.Unmarshal([]byte(tm.must("", "key", "list", "--user", "alice", "--json")), &keys)
 		return len(keys) == 2 && !keys[0].LastUsed.IsZero() && !keys[1].LastUsed.IsZero()
 	})
+	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn {
+		return modeltest.Turn{Text: strings.Repeat("long answer ", 400), ChunkDelay: 20 * time.Millisecond}
+	})
+	open := slowStreams(t, tm.gw, ci, 1)[0]
 	gen = tm.gw.generation(t)
 	tm.must("", "key", "remove", "alice", "--name", "ci")
 	tm.gw.waitGeneration(t, gen+1)
+	rest, _ := io.ReadAll(open)
+	if !strings.Contains(string(rest), "removed") || !strings.Contains(string(rest), `"error"`) {
+		t.Fatalf("a removed key's open stream went on: …%s", clipEnd(string(rest), 200))
+	}
+	tm.oa.SetResponder(func(modeltest.Request) modeltest.Turn { return modeltest.Turn{Text: "ok"} })
 	if code, _ := ask(ci); code != 401 {
 		t.Fatalf("a removed key: %d", code)
 	}
