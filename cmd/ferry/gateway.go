@@ -33,7 +33,7 @@ const gatewayUse = `usage:
   ferry gateway serve [--addr 127.0.0.1:8787] [--db PATH | --db postgres://…] [--tls-cert F --tls-key F] [--insecure]
                       [--spool DIR] [--spool-max-mb N] [--grace 30s]
   ferry gateway upstream add NAME --kind openai|anthropic --base-url URL [--api-key-stdin]
-  ferry gateway upstream list [--json] | remove NAME
+  ferry gateway upstream list [--json] | remove NAME | reseal
   ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]…
   ferry gateway route list [--json] | remove MODEL
   ferry gateway price set UPSTREAM_MODEL --input P --output P [--cached P] [--reasoning P]   (P: per million tokens)
@@ -76,6 +76,23 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.serve(rest)
 	case "upstream add":
 		return g.upstreamAdd(rest)
+	case "upstream reseal":
+		fs := g.flags("upstream reseal")
+		if _, code := g.parse(fs, rest, ""); code != 0 {
+			return code
+		}
+		ctx := context.Background()
+		st, ok := g.open(ctx)
+		if !ok {
+			return 1
+		}
+		defer st.Close()
+		n, err := st.Reseal(ctx, g.actor())
+		if err != nil {
+			return g.fail(err)
+		}
+		fmt.Fprintf(g.stdout, "sealed %d upstream keys with the key of $%s\n", n, store.SecretKeyEnv)
+		return 0
 	case "upstream list", "upstream ls":
 		return g.upstreamList(rest)
 	case "upstream remove", "upstream rm":

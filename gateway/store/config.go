@@ -457,7 +457,7 @@ func (s *Store) SetUpstream(ctx context.Context, actor string, u Upstream) (crea
 		case errors.Is(err, sql.ErrNoRows):
 			created = true
 			_, err = t.ExecContext(ctx, s.q(`INSERT INTO upstreams(name, kind, base_url, api_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`),
-				u.Name, u.Kind, u.BaseURL, u.APIKey, now, now)
+				u.Name, u.Kind, u.BaseURL, s.seal.seal(u.APIKey), now, now)
 		case err != nil:
 			return err
 		default:
@@ -471,7 +471,7 @@ func (s *Store) SetUpstream(ctx context.Context, actor string, u Upstream) (crea
 				}
 			}
 			if u.APIKey != "" {
-				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, api_key = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, u.APIKey, now, u.Name)
+				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, api_key = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, s.seal.seal(u.APIKey), now, u.Name)
 			} else {
 				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, now, u.Name)
 			}
@@ -531,6 +531,11 @@ func (s *Store) Upstreams(ctx context.Context, withKeys bool) ([]Upstream, error
 		u.HasKey = u.APIKey != ""
 		if !withKeys {
 			u.APIKey = ""
+		} else if err == nil {
+			var oerr error
+			if u.APIKey, oerr = s.seal.open(u.APIKey); oerr != nil {
+				return u, fmt.Errorf("upstream %q's key: %w", u.Name, oerr)
+			}
 		}
 		return u, err
 	})
