@@ -34,7 +34,7 @@ const gatewayUse = `usage:
                       [--spool DIR] [--spool-max-mb N] [--grace 30s]
   ferry gateway upstream add NAME --kind openai|anthropic --base-url URL [--api-key-stdin]
   ferry gateway upstream list [--json] | remove NAME | reseal
-  ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]…
+  ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]… [--weights W,W…]
   ferry gateway route list [--json] | remove MODEL
   ferry gateway price set UPSTREAM_MODEL --input P --output P [--cached P] [--reasoning P]   (P: per million tokens)
   ferry gateway price list [--json] | remove UPSTREAM_MODEL
@@ -387,6 +387,7 @@ func (g *gw) routeAdd(args []string) int {
 	upModel := fs.String("upstream-model", "", "the model's name at the upstream (default: the same)")
 	var fallbacks listFlag
 	fs.Var(&fallbacks, "fallback", "an upstream to try, in order, when the ones before fail before answering (repeatable)")
+	weights := fs.String("weights", "", "spread requests over --upstream and each --fallback in these proportions, e.g. 3,1 (default: the upstream first)")
 	model, code := g.parse(fs, args, "model name")
 	if code != 0 {
 		return code
@@ -402,6 +403,14 @@ func (g *gw) routeAdd(args []string) int {
 	}
 	defer st.Close()
 	r := store.Route{Model: model, Upstream: *up, UpstreamModel: *upModel, Fallbacks: fallbacks}
+	for _, w := range splitComma(*weights) {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "ferry gateway route add: --weights %q: give whole numbers, e.g. 3,1\n", *weights)
+			return 2
+		}
+		r.Weights = append(r.Weights, n)
+	}
 	if err := st.SetRoute(ctx, g.actor(), r); err != nil {
 		return g.fail(err)
 	}
@@ -414,6 +423,16 @@ func (g *gw) routeAdd(args []string) int {
 	}
 	fmt.Fprintln(g.stdout)
 	return 0
+}
+
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (g *gw) routeList(args []string) int {

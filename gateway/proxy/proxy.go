@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -65,6 +66,57 @@ type Proxy struct {
 	inUse map[string]int64
 	// keyUse is when each further key was last used, since the last TakeKeyUses.
 	keyUse map[string]time.Time
+	// cooling is until when an upstream that said it was rate limited goes
+	// after the others of a route.
+	cooling map[string]time.Time
+}
+
+// order is the order a request tries a route's upstreams in: one picked by the
+// route's weights first (else the primary), then the rest as listed; those
+// cooling down after a 429 last.
+func (p *Proxy) order(r *store.Route) []string {
+	names := append([]string{r.Upstream}, r.Fallbacks...)
+	if len(r.Weights) == len(names) {
+		total := int64(0)
+		for _, w := range r.Weights {
+			total += w
+		}
+		if total > 0 {
+			n := rand.Int64N(total)
+			for i, w := range r.Weights {
+				if n < w {
+					names = append(append([]string{names[i]}, names[:i]...), names[i+1:]...)
+					break
+				}
+				n -= w
+			}
+		}
+	}
+	now := p.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ready, cool []string
+	for _, n := range names {
+		if now.Before(p.cooling[n]) {
+			cool = append(cool, n)
+		} else {
+			ready = append(ready, n)
+		}
+	}
+	return append(ready, cool...)
+}
+
+// coolDown puts an upstream after the others for as long as it asked (its
+// Retry-After), 10 s when it did not say, 1 to 60 s.
+func (p *Proxy) coolDown(name string, advice http.Header) {
+	d := 10 * time.Second
+	if s, err := strconv.Atoi(advice.Get("Retry-After")); err == nil {
+		d = time.Duration(s) * time.Second
+	}
+	d = min(max(d, time.Second), time.Minute)
+	p.mu.Lock()
+	p.cooling[name] = p.Now().Add(d)
+	p.mu.Unlock()
 }
 
 // TakeKeyUses returns when keys were last used since the last call.
@@ -104,7 +156,7 @@ func New(st *store.Store, j *Journal, spooled []store.Settlement, instance strin
 	t.MaxIdleConnsPerHost = 512
 	t.ResponseHeaderTimeout = 0
 	p := &Proxy{store: st, instance: instance, log: log, http: &http.Client{Transport: t}, Now: time.Now,
-		active: map[*inflight]struct{}{}, inUse: map[string]int64{}, keyUse: map[string]time.Time{}}
+		active: map[*inflight]struct{}{}, inUse: map[string]int64{}, keyUse: map[string]time.Time{}, cooling: map[string]time.Time{}}
 	p.m = &meters{
 		requests:  reg.NewCounter("ferry_gateway_requests_total", "Model requests answered, by endpoint dialect, model, upstream and HTTP status.", "dialect", "model", "upstream", "status"),
 		tokens:    reg.NewCounter("ferry_gateway_tokens_total", "Tokens counted, by model and kind (input, output, cached).", "model", "kind"),
@@ -609,7 +661,7 @@ func (c *call) forward(route *store.Route) {
 		cancel(errRevoked)
 	}
 
-	names := append([]string{route.Upstream}, route.Fallbacks...)
+	names := c.p.order(route)
 	var last *attemptError
 	for i, name := range names {
 		up := c.snap.Upstreams[name]
@@ -626,6 +678,9 @@ func (c *call) forward(route *store.Route) {
 			return
 		}
 		c.p.m.upErrors.Inc(up.Name, aerr.reason)
+		if aerr.reason == "429" {
+			c.p.coolDown(up.Name, aerr.advice)
+		}
 		last = aerr
 		if !aerr.fallback || c.wrote {
 			break

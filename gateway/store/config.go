@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -83,11 +84,14 @@ type Upstream struct {
 // Route maps a model name clients use to an upstream, the model name sent there,
 // and the upstreams tried in order when it fails before answering.
 type Route struct {
-	Model         string    `json:"model"`
-	Upstream      string    `json:"upstream"`
-	UpstreamModel string    `json:"upstream_model"`
-	Fallbacks     []string  `json:"fallbacks"`
-	CreatedAt     time.Time `json:"created_at"`
+	Model         string   `json:"model"`
+	Upstream      string   `json:"upstream"`
+	UpstreamModel string   `json:"upstream_model"`
+	Fallbacks     []string `json:"fallbacks"`
+	// Weights, when set, spread requests over the upstream and its fallbacks in
+	// these proportions (one each, in that order); the others stay fallbacks.
+	Weights   []int64   `json:"weights,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Config is everything a serving process needs, read at once.
@@ -560,7 +564,17 @@ func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 		}
 		seen[f] = true
 	}
-	return s.change(ctx, actor, "route.set", r.Model, map[string]any{"upstream": r.Upstream, "upstream_model": r.UpstreamModel, "fallbacks": r.Fallbacks}, func(t *sql.Tx) error {
+	if len(r.Weights) > 0 && len(r.Weights) != 1+len(r.Fallbacks) {
+		return errorf(ErrInvalid, "give one weight for the upstream and one for each fallback (%d), not %d", 1+len(r.Fallbacks), len(r.Weights))
+	}
+	var ws []string
+	for _, w := range r.Weights {
+		if w < 0 || w > 1_000_000 {
+			return errorf(ErrInvalid, "a weight is a whole number from 0 to 1000000")
+		}
+		ws = append(ws, strconv.FormatInt(w, 10))
+	}
+	return s.change(ctx, actor, "route.set", r.Model, map[string]any{"upstream": r.Upstream, "upstream_model": r.UpstreamModel, "fallbacks": r.Fallbacks, "weights": r.Weights}, func(t *sql.Tx) error {
 		kindOf := func(name string) (string, error) {
 			var k string
 			err := t.QueryRowContext(ctx, s.q(`SELECT kind FROM upstreams WHERE name = ?`), name).Scan(&k)
@@ -582,9 +596,10 @@ func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 				return errorf(ErrInvalid, "fallback %q is %s but %q is %s: a route's upstreams must speak one wire format", f, k, r.Upstream, kind)
 			}
 		}
-		_, err = t.ExecContext(ctx, s.q(`INSERT INTO routes(model, upstream, upstream_model, fallbacks, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT(model) DO UPDATE SET upstream = excluded.upstream, upstream_model = excluded.upstream_model, fallbacks = excluded.fallbacks`),
-			r.Model, r.Upstream, r.UpstreamModel, joinList(r.Fallbacks), s.micros())
+		_, err = t.ExecContext(ctx, s.q(`INSERT INTO routes(model, upstream, upstream_model, fallbacks, created_at, weights) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(model) DO UPDATE SET upstream = excluded.upstream, upstream_model = excluded.upstream_model, fallbacks = excluded.fallbacks,
+				weights = excluded.weights`),
+			r.Model, r.Upstream, r.UpstreamModel, joinList(r.Fallbacks), s.micros(), strings.Join(ws, ","))
 		return err
 	})
 }
@@ -598,12 +613,16 @@ func (s *Store) RemoveRoute(ctx context.Context, actor, model string) error {
 
 // Routes lists routes by model.
 func (s *Store) Routes(ctx context.Context) ([]Route, error) {
-	return queryAll(ctx, s, `SELECT model, upstream, upstream_model, fallbacks, created_at FROM routes ORDER BY model`, nil, func(sc interface{ Scan(...any) error }) (Route, error) {
+	return queryAll(ctx, s, `SELECT model, upstream, upstream_model, fallbacks, created_at, weights FROM routes ORDER BY model`, nil, func(sc interface{ Scan(...any) error }) (Route, error) {
 		var r Route
-		var fb string
+		var fb, ws string
 		var c int64
-		err := sc.Scan(&r.Model, &r.Upstream, &r.UpstreamModel, &fb, &c)
+		err := sc.Scan(&r.Model, &r.Upstream, &r.UpstreamModel, &fb, &c, &ws)
 		r.Fallbacks, r.CreatedAt = splitList(fb), time.UnixMicro(c).UTC()
+		for _, w := range splitList(ws) {
+			n, _ := strconv.ParseInt(w, 10, 64)
+			r.Weights = append(r.Weights, n)
+		}
 		return r, err
 	})
 }
