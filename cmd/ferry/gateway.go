@@ -436,8 +436,12 @@ func splitComma(s string) []string {
 }
 
 func (g *gw) routeList(args []string) int {
-	return list(g, args, "route list", (*store.Store).Routes, "MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS", func(r store.Route) []string {
-		return []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ",")}
+	return list(g, args, "route list", (*store.Store).Routes, "MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS\tWEIGHTS", func(r store.Route) []string {
+		var ws []string
+		for _, w := range r.Weights {
+			ws = append(ws, strconv.FormatInt(w, 10))
+		}
+		return []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ","), strings.Join(ws, ",")}
 	})
 }
 

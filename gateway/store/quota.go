@@ -44,6 +44,10 @@ type Reservation struct {
 	Room int64 `json:"-"`
 }
 
+// ErrReleased: the reservation was released by another process, which took
+// this one for dead; it can no longer grow.
+var ErrReleased = errors.New("the reservation was released as an orphan")
+
 // Refused says which claim found its counter full.
 type Refused struct {
 	Claim    Claim
@@ -157,8 +161,16 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 			held[i].Amount += held[i].more(more)
 		}
 		b, _ := json.Marshal(held)
-		_, err := t.ExecContext(ctx, s.q(`UPDATE reservations SET claims = ? WHERE id = ?`), string(b), r.ID)
-		return err
+		res, err := t.ExecContext(ctx, s.q(`UPDATE reservations SET claims = ? WHERE id = ?`), string(b), r.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Released as an orphan (this process was taken for dead): what the
+			// counters would now hold for it could never be given back.
+			return ErrReleased
+		}
+		return nil
 	})
 	if err == nil {
 		for i := range r.Claims {

@@ -298,6 +298,14 @@ func TestOrphanedReservationsReleased(t *testing.T) {
 		if c, _ := s.Counter(ctx, scope, day); c.Reserved != 200 {
 			t.Fatalf("counter %+v: only the dead instance's 100 should go", c)
 		}
+		// A released reservation cannot grow: the counter would hold it for ever.
+		dead := &store.Reservation{ID: "dead", Instance: "dead", Claims: []store.Claim{{Scope: scope, Bucket: day, Amount: 100, Limit: 1000}}}
+		if err := s.Extend(ctx, dead, 50); !errors.Is(err, store.ErrReleased) {
+			t.Fatalf("extending a released reservation: %v", err)
+		}
+		if c, _ := s.Counter(ctx, scope, day); c.Reserved != 200 {
+			t.Fatalf("counter %+v after the refused extension", c)
+		}
 	})
 }
 
