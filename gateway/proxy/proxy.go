@@ -1058,7 +1058,7 @@ func (c *call) cut(meter *dialect.Meter, cause error) {
 	case errors.Is(cause, errRevoked):
 		k, msg = dialect.KindForbidden, "this user was disabled, removed or given a new token during the answer; ask a gateway admin"
 	case errors.Is(cause, errNoQuotaCheck):
-		k, msg = dialect.KindOverloaded, "the gateway could not check the quota during the answer (its database is unreachable); the answer is incomplete"
+		k, msg = dialect.KindOverloaded, "the gateway could not hold more of the quota during the answer (its database is unreachable, or this gateway was taken for stopped); the answer is incomplete"
 	case errors.Is(cause, errQuotaCut):
 		k, msg = dialect.KindQuota, "the daily token quota ran out during the answer; it renews at midnight UTC"
 	case errors.Is(cause, errIdle):
