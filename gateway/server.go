@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,6 +36,10 @@ const DefaultAddr = "127.0.0.1:8787"
 // DBEnv names the variable that gives every `ferry gateway` command its database
 // when --db is not given.
 const DBEnv = "FERRY_GATEWAY_DB"
+
+// MetricsTokenEnv names the variable that, when set, puts /metrics behind a
+// bearer token of its value.
+const MetricsTokenEnv = "FERRY_GATEWAY_METRICS_TOKEN"
 
 // DefaultDB is the database commands use without --db: $FERRY_GATEWAY_DB, else
 // gateway.db in Ferry's data directory.
@@ -55,7 +61,19 @@ type Options struct {
 	TLSCert  string
 	TLSKey   string
 	Insecure bool // allow a non-loopback address without TLS
-	Log      zerolog.Logger
+	// Spool is the folder of the local journal that keeps usage the database
+	// has not yet taken (default: beside a SQLite file; required for
+	// PostgreSQL). The gateway processes of one database on one machine share it.
+	Spool string
+	// SpoolMax bounds the journal's file (default 1 GiB): past it, new requests
+	// are refused until the database is back.
+	SpoolMax int64
+	// Grace is how long a stop waits for requests in flight (default 30 s):
+	// those still running then are ended with the dialect's error, and settled.
+	Grace time.Duration
+	// MetricsToken, when set, is required as a bearer token by /metrics.
+	MetricsToken string
+	Log          zerolog.Logger
 	// Ready hears the address actually listened on (useful with port 0).
 	Ready func(addr string)
 }
@@ -117,8 +135,27 @@ func Serve(ctx context.Context, o Options) error {
 	}
 	started := time.Now()
 	instance := store.NewID(started)
+	if o.Spool == "" {
+		if store.IsPostgres(o.DB) {
+			return errors.New("give --spool DIR: the folder where this machine's gateway keeps usage the database has not yet taken")
+		}
+		o.Spool = SpoolFor(o.DB)
+	}
+	if o.SpoolMax <= 0 {
+		o.SpoolMax = 1 << 30
+	}
+	if o.Grace <= 0 {
+		o.Grace = 30 * time.Second
+	}
+	j, left, err := proxy.OpenJournal(o.Spool, instance, o.SpoolMax)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		o.Log.Warn().Int("requests", len(left)).Str("spool", o.Spool).Msg("settling the requests a stopped gateway left in the spool")
+	}
 	reg := &metrics.Registry{}
-	px := proxy.New(st, instance, reg, o.Log)
+	px := proxy.New(st, j, left, instance, reg, o.Log)
 	px.SetSnapshot(auth.NewSnapshot(cfg))
 	reload := func(ctx context.Context) error {
 		c, err := st.LoadConfig(ctx)
@@ -139,6 +176,14 @@ func Serve(ctx context.Context, o Options) error {
 		fmt.Fprintf(w, `{"status":"ok","version":%q,"generation":%d}`+"\n", buildinfo.Version, px.Snapshot().Generation)
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if o.MetricsToken != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(o.MetricsToken)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				http.Error(w, "metrics need the token $"+MetricsTokenEnv+" gave serve, as Authorization: Bearer …", http.StatusUnauthorized)
+				return
+			}
+		}
 		w.Header().Set("Content-Type", metrics.ContentType)
 		reg.Write(w)
 	})
@@ -150,7 +195,10 @@ func Serve(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
+	base, endRequests := context.WithCancelCause(context.Background())
+	defer endRequests(nil)
 	srv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return base },
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -188,13 +236,25 @@ func Serve(ctx context.Context, o Options) error {
 			}
 		}
 	})
-	go every(bg, 10*time.Second, func() {
+	go every(bg, 5*time.Second, func() {
+		if err := st.TouchKeys(bg, px.TakeKeyUses()); err != nil {
+			o.Log.Warn().Err(err).Msg("recording when keys were last used")
+		}
+	})
+	go every(bg, store.BeatEvery, func() {
 		if err := st.Beat(bg, instance, addr, started); err != nil {
 			o.Log.Warn().Err(err).Msg("heartbeat")
 		}
 	})
-	go every(bg, 30*time.Second, func() {
-		if n, err := st.ReleaseOrphans(bg, time.Minute); err != nil {
+	go every(bg, store.SweepEvery, func() {
+		// A process on this machine that died leaves its journal: settled at
+		// once, rather than released unaudited when it is found silent.
+		if n, err := px.Adopt(); err != nil {
+			o.Log.Warn().Err(err).Msg("taking over the spool of a stopped gateway")
+		} else if n > 0 {
+			o.Log.Warn().Int("requests", n).Msg("settling the requests a stopped gateway left in the spool")
+		}
+		if n, err := st.ReleaseOrphans(bg, store.OrphanAfter); err != nil {
 			o.Log.Warn().Err(err).Msg("releasing reservations of stopped gateways")
 		} else if n > 0 {
 			o.Log.Warn().Int("reservations", n).Msg("released the quota held by a gateway process that stopped without settling")
@@ -222,15 +282,26 @@ func Serve(ctx context.Context, o Options) error {
 		return err
 	case <-ctx.Done():
 	}
-	o.Log.Info().Msg("gateway stopping: finishing requests in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	o.Log.Info().Dur("grace", o.Grace).Msg("gateway stopping: finishing requests in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), o.Grace)
 	defer cancel()
-	srv.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		o.Log.Warn().Msg("the grace is over: ending the requests still in flight")
+		// Each ends its answer with the dialect's error event and is settled
+		// before its connection goes.
+		endRequests(proxy.ErrShutdown)
+		px.Wait()
+		srv.Close()
+	}
+	px.Wait()
 	px.Close()
 	stopBG()
 	st.Leave(context.Background(), instance)
 	return nil
 }
+
+// SpoolFor is the spool folder of a SQLite database: beside its file.
+func SpoolFor(db string) string { return db + ".spool" }
 
 func every(ctx context.Context, d time.Duration, fn func()) {
 	t := time.NewTicker(d)

@@ -8,9 +8,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/ferryhq/ferry/gateway"
 	"github.com/ferryhq/ferry/gateway/admin"
+	"github.com/ferryhq/ferry/gateway/quota"
 	"github.com/ferryhq/ferry/gateway/settings"
 	"github.com/ferryhq/ferry/gateway/store"
 	"github.com/ferryhq/ferry/gateway/token"
@@ -28,14 +31,19 @@ import (
 
 const gatewayUse = `usage:
   ferry gateway serve [--addr 127.0.0.1:8787] [--db PATH | --db postgres://…] [--tls-cert F --tls-key F] [--insecure]
+                      [--spool DIR] [--spool-max-mb N] [--grace 30s]
   ferry gateway upstream add NAME --kind openai|anthropic --base-url URL [--api-key-stdin]
-  ferry gateway upstream list [--json] | remove NAME
-  ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]…
+  ferry gateway upstream list [--json] | remove NAME | reseal
+  ferry gateway route add MODEL --upstream NAME [--upstream-model M] [--fallback NAME]… [--weights W,W…]
   ferry gateway route list [--json] | remove MODEL
-  ferry gateway user add NAME [--team T] [--daily-tokens N] [--rpm N] [--models A,B] [--admin]
-  ferry gateway user set NAME [--team T] [--daily-tokens N] [--rpm N] [--models A,B] [--admin=true|false]
+  ferry gateway price set UPSTREAM_MODEL --input P --output P [--cached P] [--reasoning P]   (P: per million tokens)
+  ferry gateway price list [--json] | remove UPSTREAM_MODEL
+  ferry gateway user add NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin]
+  ferry gateway user set NAME [--team T] [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] [--models A,B] [--admin=true|false]
   ferry gateway user list [--json] | disable NAME | enable NAME | rotate NAME | remove NAME
-  ferry gateway team set NAME [--daily-tokens N] [--rpm N] | list [--json] | remove NAME
+  ferry gateway key add USER --name N [--expires 720h | --expires 2026-12-31]
+  ferry gateway key list [--user U] [--json] | remove USER --name N
+  ferry gateway team set NAME [--daily-tokens N] [--rpm N] [--daily-budget M] [--monthly-budget M] | list [--json] | remove NAME
   ferry gateway usage [--user U] [--team T] [--model M] [--since DATE] [--until DATE] [--by day,user,team,model] [--json | --csv]
   ferry gateway audit [--user U] [--since DATE] [--trace ID] [--errors] [--limit N] [--json]
   ferry gateway config list | get KEY | set KEY VALUE | unset KEY
@@ -68,6 +76,23 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.serve(rest)
 	case "upstream add":
 		return g.upstreamAdd(rest)
+	case "upstream reseal":
+		fs := g.flags("upstream reseal")
+		if _, code := g.parse(fs, rest, ""); code != 0 {
+			return code
+		}
+		ctx := context.Background()
+		st, ok := g.open(ctx)
+		if !ok {
+			return 1
+		}
+		defer st.Close()
+		n, err := st.Reseal(ctx, g.actor())
+		if err != nil {
+			return g.fail(err)
+		}
+		fmt.Fprintf(g.stdout, "sealed %d upstream keys with the key of $%s\n", n, store.SecretKeyEnv)
+		return 0
 	case "upstream list", "upstream ls":
 		return g.upstreamList(rest)
 	case "upstream remove", "upstream rm":
@@ -82,6 +107,16 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.named(rest, "route remove", func(ctx context.Context, st *store.Store, name string) error {
 			return st.RemoveRoute(ctx, g.actor(), name)
 		}, "removed the route of %s")
+	case "price set":
+		return g.priceSet(rest)
+	case "price list", "price ls":
+		return list(g, rest, "price list", (*store.Store).Prices, "UPSTREAM MODEL\tINPUT\tCACHED\tOUTPUT\tREASONING", func(p store.Price) []string {
+			return []string{p.Model, quota.Money(p.Input), quota.Money(p.Cached), quota.Money(p.Output), quota.Money(p.Reasoning)}
+		})
+	case "price remove", "price rm":
+		return g.named(rest, "price remove", func(ctx context.Context, st *store.Store, name string) error {
+			return st.RemovePrice(ctx, g.actor(), name)
+		}, "removed the price of %s")
 	case "user add":
 		return g.userAdd(rest)
 	case "user set":
@@ -99,6 +134,12 @@ func gatewayMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return g.named(rest, "user remove", func(ctx context.Context, st *store.Store, name string) error {
 			return st.RemoveUser(ctx, g.actor(), name)
 		}, "removed user %s (the audit keeps the name)")
+	case "key add":
+		return g.keyAdd(rest)
+	case "key list", "key ls":
+		return g.keyList(rest)
+	case "key remove", "key rm":
+		return g.keyRemove(rest)
 	case "team set", "team add":
 		return g.teamSet(rest)
 	case "team list", "team ls":
@@ -184,6 +225,12 @@ func (g *gw) named(args []string, cmd string, fn func(context.Context, *store.St
 	if code != 0 {
 		return code
 	}
+	return g.act(name, fn, done)
+}
+
+// act runs fn on the database of the flags already parsed: parsing them again
+// would reset --db to its default.
+func (g *gw) act(name string, fn func(context.Context, *store.Store, string) error, done string) int {
 	ctx := context.Background()
 	st, ok := g.open(ctx)
 	if !ok {
@@ -203,6 +250,9 @@ func (g *gw) serve(args []string) int {
 	cert := fs.String("tls-cert", "", "TLS certificate file (PEM)")
 	key := fs.String("tls-key", "", "TLS key file (PEM)")
 	insecure := fs.Bool("insecure", false, "allow a non-loopback --addr without TLS")
+	spool := fs.String("spool", "", "folder of the local spool that keeps usage while the database is unreachable (default: beside a SQLite file; gateway-spool in Ferry's data directory for PostgreSQL)")
+	spoolMB := fs.Int64("spool-max-mb", 1024, "largest the spool may grow; past it new requests are refused until the database is back")
+	grace := fs.Duration("grace", 30*time.Second, "on SIGTERM, how long requests in flight may run before they are ended")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -216,9 +266,17 @@ func (g *gw) serve(args []string) int {
 			return g.fail(err)
 		}
 	}
+	if *spool == "" && store.IsPostgres(g.db) {
+		d, err := storage.DefaultDataDir()
+		if err != nil {
+			return g.fail(err)
+		}
+		*spool = filepath.Join(d, "gateway-spool")
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := gateway.Serve(ctx, gateway.Options{Addr: *addr, DB: g.db, TLSCert: *cert, TLSKey: *key, Insecure: *insecure,
+		Spool: *spool, SpoolMax: *spoolMB << 20, Grace: *grace, MetricsToken: os.Getenv(gateway.MetricsTokenEnv),
 		Log: gateway.Logger(g.stderr),
 		Ready: func(u string) {
 			fmt.Fprintf(g.stdout, "ferry gateway: listening on %s (admin page: %s/admin)\n", u, u)
@@ -329,6 +387,7 @@ func (g *gw) routeAdd(args []string) int {
 	upModel := fs.String("upstream-model", "", "the model's name at the upstream (default: the same)")
 	var fallbacks listFlag
 	fs.Var(&fallbacks, "fallback", "an upstream to try, in order, when the ones before fail before answering (repeatable)")
+	weights := fs.String("weights", "", "spread requests over --upstream and each --fallback in these proportions, e.g. 3,1 (default: the upstream first)")
 	model, code := g.parse(fs, args, "model name")
 	if code != 0 {
 		return code
@@ -344,6 +403,14 @@ func (g *gw) routeAdd(args []string) int {
 	}
 	defer st.Close()
 	r := store.Route{Model: model, Upstream: *up, UpstreamModel: *upModel, Fallbacks: fallbacks}
+	for _, w := range splitComma(*weights) {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "ferry gateway route add: --weights %q: give whole numbers, e.g. 3,1\n", *weights)
+			return 2
+		}
+		r.Weights = append(r.Weights, n)
+	}
 	if err := st.SetRoute(ctx, g.actor(), r); err != nil {
 		return g.fail(err)
 	}
@@ -358,9 +425,23 @@ func (g *gw) routeAdd(args []string) int {
 	return 0
 }
 
+func splitComma(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (g *gw) routeList(args []string) int {
-	return list(g, args, "route list", (*store.Store).Routes, "MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS", func(r store.Route) []string {
-		return []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ",")}
+	return list(g, args, "route list", (*store.Store).Routes, "MODEL\tUPSTREAM\tUPSTREAM MODEL\tFALLBACKS\tWEIGHTS", func(r store.Route) []string {
+		var ws []string
+		for _, w := range r.Weights {
+			ws = append(ws, strconv.FormatInt(w, 10))
+		}
+		return []string{r.Model, r.Upstream, r.UpstreamModel, strings.Join(r.Fallbacks, ","), strings.Join(ws, ",")}
 	})
 }
 
@@ -370,6 +451,28 @@ type userFlags struct {
 	rpm         *int64
 	models      *string
 	admin       *bool
+	dayBudget   *money
+	monthBudget *money
+}
+
+// money is a flag of an amount in the price table's currency, kept in micros.
+type money int64
+
+func (m *money) String() string { return quota.Money(int64(*m)) }
+
+func (m *money) Set(s string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || f < 0 || f > 1e12 {
+		return fmt.Errorf("give an amount like 12.50")
+	}
+	*m = money(math.Round(f * 1e6))
+	return nil
+}
+
+func moneyFlag(fs *flag.FlagSet, name, usage string) *money {
+	m := new(money)
+	fs.Var(m, name, usage)
+	return m
 }
 
 func (g *gw) userFlagSet(name string) (*flag.FlagSet, userFlags) {
@@ -380,6 +483,8 @@ func (g *gw) userFlagSet(name string) (*flag.FlagSet, userFlags) {
 		rpm:         fs.Int64("rpm", 0, "requests a minute (0: no limit of the user's own)"),
 		models:      fs.String("models", "", "comma-separated models the user may call (default: every routed model)"),
 		admin:       fs.Bool("admin", false, "the user may sign in to /admin"),
+		dayBudget:   moneyFlag(fs, "daily-budget", "what the user may spend a UTC day, in the price table's currency (0: no budget of its own)"),
+		monthBudget: moneyFlag(fs, "monthly-budget", "what the user may spend a UTC month (0: no budget of its own)"),
 	}
 }
 
@@ -390,6 +495,21 @@ func models(s string) []string {
 		return []string{}
 	}
 	return l
+}
+
+func (g *gw) priceSet(args []string) int {
+	fs := g.flags("price set")
+	in := moneyFlag(fs, "input", "price of a million input tokens (not read from the cache)")
+	out := moneyFlag(fs, "output", "price of a million output tokens")
+	cached := moneyFlag(fs, "cached", "price of a million input tokens read from the cache (default: the input's)")
+	reasoning := moneyFlag(fs, "reasoning", "price of a million reasoning tokens (default: the output's)")
+	name, code := g.parse(fs, args, "upstream model's name")
+	if code != 0 {
+		return code
+	}
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
+		return st.SetPrice(ctx, g.actor(), store.Price{Model: name, Input: int64(*in), Output: int64(*out), Cached: int64(*cached), Reasoning: int64(*reasoning)})
+	}, "set the price of %s")
 }
 
 func (g *gw) userAdd(args []string) int {
@@ -405,7 +525,8 @@ func (g *gw) userAdd(args []string) int {
 	}
 	defer st.Close()
 	tok, h := token.New()
-	u := store.User{Name: name, Team: *f.team, DailyTokens: *f.dailyTokens, RPM: *f.rpm, Models: models(*f.models), Admin: *f.admin}
+	u := store.User{Name: name, Team: *f.team, DailyTokens: *f.dailyTokens, RPM: *f.rpm, Models: models(*f.models), Admin: *f.admin,
+		DailyBudget: int64(*f.dayBudget), MonthlyBudget: int64(*f.monthBudget)}
 	if err := st.AddUser(ctx, g.actor(), u, h); err != nil {
 		return g.fail(err)
 	}
@@ -434,11 +555,97 @@ func (g *gw) userSet(args []string) int {
 			c.Models = &m
 		case "admin":
 			c.Admin = f.admin
+		case "daily-budget":
+			c.DailyBudget = (*int64)(f.dayBudget)
+		case "monthly-budget":
+			c.MonthlyBudget = (*int64)(f.monthBudget)
 		}
 	})
-	return g.named([]string{name}, "user set", func(ctx context.Context, st *store.Store, name string) error {
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
 		return st.UpdateUser(ctx, g.actor(), name, c)
 	}, "updated user %s")
+}
+
+func (g *gw) keyAdd(args []string) int {
+	fs := g.flags("key add")
+	name := fs.String("name", "", "the key's name, e.g. laptop or ci")
+	expires := fs.String("expires", "", "when it stops working: a duration from now (720h) or a date (2026-12-31, UTC); default: never")
+	user, code := g.parse(fs, args, "user's name")
+	if code != 0 {
+		return code
+	}
+	k := store.Key{User: user, Name: *name}
+	if *expires != "" {
+		if d, err := time.ParseDuration(*expires); err == nil && d > 0 {
+			k.ExpiresAt = time.Now().Add(d).UTC()
+		} else if t, err := parseDay("expires", *expires); err == nil {
+			k.ExpiresAt = t
+		} else {
+			return g.fail(err)
+		}
+	}
+	ctx := context.Background()
+	st, ok := g.open(ctx)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	tok, h := token.New()
+	if err := st.AddKey(ctx, g.actor(), k, h); err != nil {
+		return g.fail(err)
+	}
+	fmt.Fprintln(g.stdout, tok)
+	fmt.Fprintf(g.stderr, "added key %s of user %s. The token above is shown this once (the gateway keeps only its hash).\n", *name, user)
+	return 0
+}
+
+func (g *gw) keyList(args []string) int {
+	fs := g.flags("key list")
+	user := fs.String("user", "", "only this user's keys")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, code := g.parse(fs, args, ""); code != 0 {
+		return code
+	}
+	ctx := context.Background()
+	st, ok := g.open(ctx)
+	if !ok {
+		return 1
+	}
+	defer st.Close()
+	keys, err := st.Keys(ctx, *user)
+	if err != nil {
+		return g.fail(err)
+	}
+	if *asJSON {
+		if keys == nil {
+			keys = []store.Key{}
+		}
+		return g.jsonOut(keys)
+	}
+	when := func(t time.Time, none string) string {
+		if t.IsZero() {
+			return none
+		}
+		return t.Format("2006-01-02 15:04")
+	}
+	var rows [][]string
+	for _, k := range keys {
+		rows = append(rows, []string{k.User, k.Name, when(k.CreatedAt, ""), when(k.ExpiresAt, "never"), when(k.LastUsed, "not yet")})
+	}
+	g.table("USER\tKEY\tCREATED (UTC)\tEXPIRES\tLAST USED", rows)
+	return 0
+}
+
+func (g *gw) keyRemove(args []string) int {
+	fs := g.flags("key remove")
+	name := fs.String("name", "", "the key's name")
+	user, code := g.parse(fs, args, "user's name")
+	if code != 0 {
+		return code
+	}
+	return g.act(user, func(ctx context.Context, st *store.Store, user string) error {
+		return st.RemoveKey(ctx, g.actor(), user, *name)
+	}, "removed the key "+*name+" of user %s")
 }
 
 func (g *gw) userRotate(args []string) int {
@@ -488,12 +695,14 @@ func (g *gw) teamSet(args []string) int {
 	fs := g.flags("team set")
 	tokens := fs.Int64("daily-tokens", 0, "tokens a UTC day the team's members may use together (0: no limit)")
 	rpm := fs.Int64("rpm", 0, "requests a minute of the team's members together (0: no limit)")
+	day := moneyFlag(fs, "daily-budget", "what the team's members may spend together a UTC day (0: no budget)")
+	month := moneyFlag(fs, "monthly-budget", "what the team's members may spend together a UTC month (0: no budget)")
 	name, code := g.parse(fs, args, "team's name")
 	if code != 0 {
 		return code
 	}
-	return g.named([]string{name}, "team set", func(ctx context.Context, st *store.Store, name string) error {
-		return st.SetTeam(ctx, g.actor(), store.Team{Name: name, DailyTokens: *tokens, RPM: *rpm})
+	return g.act(name, func(ctx context.Context, st *store.Store, name string) error {
+		return st.SetTeam(ctx, g.actor(), store.Team{Name: name, DailyTokens: *tokens, RPM: *rpm, DailyBudget: int64(*day), MonthlyBudget: int64(*month)})
 	}, "set the limits of team %s")
 }
 
@@ -562,9 +771,9 @@ func (g *gw) usage(args []string) int {
 	}
 	var out [][]string
 	for _, r := range rows {
-		out = append(out, []string{r.Day, r.User, r.Team, r.Model, itoa(r.Requests), itoa(r.Errors), itoa(r.InputTokens), itoa(r.OutputTokens), itoa(r.CachedTokens)})
+		out = append(out, []string{r.Day, r.User, r.Team, r.Model, itoa(r.Requests), itoa(r.Errors), itoa(r.InputTokens), itoa(r.OutputTokens), itoa(r.CachedTokens), quota.Money(r.CostMicros)})
 	}
-	g.table("DAY\tUSER\tTEAM\tMODEL\tREQUESTS\tERRORS\tINPUT\tOUTPUT\tCACHED", out)
+	g.table("DAY\tUSER\tTEAM\tMODEL\tREQUESTS\tERRORS\tINPUT\tOUTPUT\tCACHED\tCOST", out)
 	return 0
 }
 

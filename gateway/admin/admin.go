@@ -408,9 +408,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // WriteUsageCSV writes usage rows as CSV, a header first.
 func WriteUsageCSV(cw *csv.Writer, rows []store.UsageRow) error {
-	cw.Write([]string{"day", "user", "team", "model", "requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "estimated"})
+	cw.Write([]string{"day", "user", "team", "model", "requests", "errors", "input_tokens", "output_tokens", "cached_tokens", "estimated", "cost_micros"})
 	for _, u := range rows {
-		cw.Write([]string{u.Day, cell(u.User), cell(u.Team), cell(u.Model), itoa(u.Requests), itoa(u.Errors), itoa(u.InputTokens), itoa(u.OutputTokens), itoa(u.CachedTokens), itoa(u.Estimated)})
+		cw.Write([]string{u.Day, cell(u.User), cell(u.Team), cell(u.Model), itoa(u.Requests), itoa(u.Errors), itoa(u.InputTokens), itoa(u.OutputTokens), itoa(u.CachedTokens), itoa(u.Estimated), itoa(u.CostMicros)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -4,15 +4,15 @@
 // rewrites the model name, writes errors and in-stream error events as each
 // vendor does, and reads usage from answers, whole or streamed.
 //
-// The gateway does not translate one format into the other: a route's upstreams
-// speak the format of the endpoint its clients call.
+// A request reaches an upstream of the other format through the translation of
+// translate.go; one of the same format passes through untouched.
 package dialect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -49,6 +49,8 @@ type Request struct {
 	IncludeUsage bool
 	Images       int
 	Tools        bool
+	// Choices is OpenAI's n: answers asked for, each up to the answer's limit.
+	Choices int64
 	// InputBound is an upper bound of the request's input tokens.
 	InputBound int64
 
@@ -65,7 +67,7 @@ func bad(format string, args ...any) error { return &BadRequest{fmt.Sprintf(form
 
 // Parse reads a request body of dialect d.
 func Parse(d Dialect, body []byte) (*Request, error) {
-	r := &Request{Dialect: d, size: len(body)}
+	r := &Request{Dialect: d, size: len(body), Choices: 1}
 	if err := json.Unmarshal(body, &r.fields); err != nil || r.fields == nil {
 		return nil, bad("the request body is not a JSON object")
 	}
@@ -95,6 +97,12 @@ func Parse(d Dialect, body []byte) (*Request, error) {
 	if d == OpenAI {
 		if err := readInt("max_completion_tokens"); err != nil {
 			return nil, err
+		}
+		r.Choices = 1
+		if raw, ok := r.fields["n"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &r.Choices); err != nil || r.Choices < 1 || r.Choices > 128 {
+				return nil, bad("n: must be a whole number from 1 to 128")
+			}
 		}
 		if raw, ok := r.fields["stream_options"]; ok {
 			var so struct {
@@ -174,8 +182,10 @@ func countImages(d Dialect, messages json.RawMessage) (n, dataBytes int) {
 // Options are the gateway's changes to a request before it goes upstream.
 type Options struct {
 	Model string // the upstream's name for the model
-	// CapTokens, when not 0, sets the answer's limit of a request that named none
-	// (only for OpenAI whole answers under a token quota: a stream is metered).
+	// CapTokens, when not 0, lowers the answer's limit to it (or sets it, for an
+	// OpenAI request that named none), under a token quota: what a stream does
+	// not show (reasoning) is billed too, and only the vendor's own limit bounds
+	// it.
 	CapTokens int64
 }
 
@@ -194,15 +204,45 @@ func (r *Request) Body(o Options) []byte {
 		so["include_usage"] = json.RawMessage("true")
 		f["stream_options"], _ = json.Marshal(so)
 	}
-	if o.CapTokens > 0 && r.MaxTokens == 0 && r.Dialect == OpenAI {
-		f["max_completion_tokens"] = json.RawMessage(strconv.FormatInt(o.CapTokens, 10))
+	if o.CapTokens > 0 && (r.MaxTokens == 0 || r.MaxTokens > o.CapTokens) {
+		n := json.RawMessage(strconv.FormatInt(o.CapTokens, 10))
+		switch {
+		case r.Dialect == Anthropic:
+			f["max_tokens"] = n
+		default:
+			// The field the client used (OpenAI refuses both at once).
+			set := false
+			for _, k := range []string{"max_completion_tokens", "max_tokens"} {
+				if raw, ok := f[k]; ok && string(raw) != "null" {
+					f[k], set = n, true
+				}
+			}
+			if !set {
+				f["max_completion_tokens"] = n
+			}
+		}
 	}
-	var b bytes.Buffer
-	b.Grow(r.size + 64)
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(f)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	// Written by hand, in the keys' order: the values were valid JSON when
+	// parsed, and the encoder would copy each one again to check it.
+	keys := make([]string, 0, len(f))
+	size := 2
+	for k, v := range f {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = append(b, f[k]...)
+	}
+	return append(b, '}')
 }
 
 // Endpoint is the URL of the call on an upstream whose base URL is base.

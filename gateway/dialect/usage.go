@@ -14,6 +14,8 @@ type Usage struct {
 	Input  int64
 	Output int64
 	Cached int64
+	// Reasoning is the part of Output spent thinking, when the vendor says.
+	Reasoning int64
 	// Final: the vendor's own figures for the whole answer arrived.
 	Final bool
 }
@@ -31,12 +33,18 @@ type oaUsage struct {
 	PromptTokensDetails *struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 func (u *oaUsage) usage() Usage {
 	out := Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Final: true}
 	if u.PromptTokensDetails != nil {
 		out.Cached = u.PromptTokensDetails.CachedTokens
+	}
+	if u.CompletionTokensDetails != nil {
+		out.Reasoning = u.CompletionTokensDetails.ReasoningTokens
 	}
 	return out
 }

@@ -335,7 +335,13 @@ func TestErrorsInTheClientsDialect(t *testing.T) {
 				{"not JSON", tm.tok, []byte("{nope"), 400, "invalid_request_error", "not a JSON object"},
 				{"too large", tm.tok, chatBody(d, model(d), strings.Repeat("x", 1100<<10), false, nil), 413, map[string]string{"openai": "invalid_request_error", "anthropic": "request_too_large"}[d], "larger than 1 MiB"},
 			}
-			other := map[string]string{"openai": "claude", "anthropic": "gpt"}[d]
+			// A model of the other wire format is translated to, except what that
+			// format cannot carry.
+			untranslatable := chatBody(d, "claude", "hi", false, map[string]any{"n": 2})
+			if d == "anthropic" {
+				untranslatable = chatBody(d, "gpt", "hi", false, map[string]any{"messages": []any{map[string]any{"role": "user",
+					"content": []any{map[string]any{"type": "document", "source": map[string]any{"type": "text", "media_type": "text/plain", "data": "x"}}}}}})
+			}
 			cases = append(cases, struct {
 				name   string
 				tok    string
@@ -343,7 +349,7 @@ func TestErrorsInTheClientsDialect(t *testing.T) {
 				status int
 				typ    string
 				says   string
-			}{"other wire format", tm.tok, chatBody(d, other, "hi", false, nil), 400, "invalid_request_error", "does not translate"})
+			}{"untranslatable", tm.tok, untranslatable, 400, "invalid_request_error", "cannot be translated"})
 			for _, c := range cases {
 				if c.name == "model not allowed" && d == "anthropic" {
 					c.body = chatBody(d, "gpt", "hi", false, nil) // bob may call claude only

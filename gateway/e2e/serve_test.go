@@ -212,7 +212,7 @@ func TestCommandLine(t *testing.T) {
 	}
 
 	csv := tm.must("", "usage", "--csv")
-	if !strings.HasPrefix(csv, "day,user,team,model,requests,errors,input_tokens,output_tokens,cached_tokens,estimated\n") || !strings.Contains(csv, ",alice,web,gpt,") {
+	if !strings.HasPrefix(csv, "day,user,team,model,requests,errors,input_tokens,output_tokens,cached_tokens,estimated,cost_micros\n") || !strings.Contains(csv, ",alice,web,gpt,") {
 		t.Errorf("usage --csv:\n%s", csv)
 	}
 	audit := tm.must("", "audit")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 )
@@ -36,7 +37,7 @@ func newSSEReader(r io.Reader) *sseReader {
 func (s *sseReader) buffered() bool { return s.br.Buffered() > 0 }
 
 // next reads one event. io.EOF at a clean end; io.ErrUnexpectedEOF when the
-// stream stops inside an event.
+// stream stops inside an event, which is then dropped.
 func (s *sseReader) next() (event, error) {
 	s.buf = s.buf[:0]
 	var ev event
@@ -57,19 +58,27 @@ func (s *sseReader) next() (event, error) {
 		}
 		if err != nil && len(line) == 0 {
 			if err == io.EOF && len(s.buf) > 0 {
-				// The last event lacked its blank line: pass it on whole.
+				// The last event lacked its blank line: passed on only when it is
+				// whole, never half an event.
 				if !ev.hasFields(data) {
 					return event{}, io.EOF
+				}
+				if !whole(data) {
+					return event{}, io.ErrUnexpectedEOF
 				}
 				break
 			}
 			return event{}, err
 		}
 		if err == io.EOF {
-			// A line without its newline at the very end.
+			// A line without its newline at the very end: the stream may have
+			// been cut inside it.
 			s.buf = append(s.buf, line...)
 			s.buf = append(s.buf, '\n')
 			data = parseLine(&ev, line, data)
+			if !whole(data) {
+				return event{}, io.ErrUnexpectedEOF
+			}
 			break
 		}
 		if err != nil {
@@ -94,6 +103,16 @@ func (s *sseReader) next() (event, error) {
 	ev.data = bytes.Join(data, []byte("\n"))
 	return ev, nil
 }
+
+// whole tells whether an event's data, the stream having stopped after it
+// without the blank line that ends an event, is complete: a JSON value or
+// OpenAI's [DONE]. A client's SDK parses what it gets, and throws on half a JSON.
+func whole(data [][]byte) bool {
+	d := bytes.TrimSpace(bytes.Join(data, []byte("\n")))
+	return len(d) > 0 && (bytes.Equal(d, doneMark) || json.Valid(d))
+}
+
+var doneMark = []byte("[DONE]")
 
 func (ev *event) hasFields(data [][]byte) bool { return len(data) > 0 || ev.name != "" }
 

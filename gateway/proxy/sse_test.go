@@ -32,6 +32,21 @@ func TestSSEReader(t *testing.T) {
 	}
 }
 
+// TestSSEReaderCutEvent: a stream cut inside an event gives the events before
+// it and then io.ErrUnexpectedEOF, never the half event.
+func TestSSEReaderCutEvent(t *testing.T) {
+	for _, tail := range []string{`data: {"choices":[{"delta":{"content":"hal`, "data: {\"a\":\n", "event: content_block_delta\ndata: {\"x\""} {
+		r := newSSEReader(strings.NewReader("data: {\"a\":1}\n\n" + tail))
+		ev, err := r.next()
+		if err != nil || string(ev.data) != `{"a":1}` {
+			t.Fatalf("%q: the whole event: %v %q", tail, err, ev.data)
+		}
+		if ev, err := r.next(); err != io.ErrUnexpectedEOF {
+			t.Fatalf("%q: after the cut: %v, %q", tail, err, ev.raw)
+		}
+	}
+}
+
 func TestSSEReaderLongLineAndLimit(t *testing.T) {
 	long := strings.Repeat("x", 100<<10)
 	r := newSSEReader(strings.NewReader("data: " + long + "\n\n"))

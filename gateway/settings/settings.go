@@ -17,6 +17,11 @@ const (
 	OutputReserve = "quota.output_reserve"
 	MaxBodyMB     = "limits.max_body_mb"
 	IdleTimeout   = "upstream.idle_timeout_s"
+	UserInFlight  = "limits.user_concurrency"
+	TeamInFlight  = "limits.team_concurrency"
+	BodyMemoryMB  = "limits.body_memory_mb"
+	FirstByte     = "upstream.first_byte_timeout_s"
+	WholeTimeout  = "upstream.whole_timeout_s"
 )
 
 // Setting is one documented key.
@@ -35,7 +40,12 @@ var All = []Setting{
 	{RetentionDays, "90", "days audit rows and stored content are kept; usage per day stays; 0 keeps them for ever", "int", 0, 36500},
 	{OutputReserve, "4096", "tokens of answer reserved against a token quota for a request that names no max_tokens; a stream's reservation grows by this much as it runs", "int", 16, 1 << 20},
 	{MaxBodyMB, "32", "largest request body accepted, in MiB", "int", 1, 1024},
-	{IdleTimeout, "300", "seconds an upstream may send nothing before the call is given up", "int", 5, 86400},
+	{UserInFlight, "16", "requests one user may have in flight at once on one gateway process; past it they are refused with 429 before their body is read (0: no cap)", "int", 0, 1 << 20},
+	{TeamInFlight, "0", "requests one team's members may have in flight at once on one gateway process (0: no cap)", "int", 0, 1 << 20},
+	{BodyMemoryMB, "256", "MiB of request bodies one gateway process holds at once; a request that would take it past is refused with 503 before its body is read", "int", 1, 1 << 20},
+	{FirstByte, "60", "seconds a streamed answer may take to send its first event (vendors send one at once, before any thinking); past it the next upstream is tried", "int", 1, 86400},
+	{IdleTimeout, "60", "seconds a stream may send nothing between events, or a whole answer between bytes, before the call is given up", "int", 1, 86400},
+	{WholeTimeout, "600", "seconds a whole (not streamed) answer may take to begin, which the vendor sends only once it is written", "int", 1, 86400},
 }
 
 // Lookup finds a setting.

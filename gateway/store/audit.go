@@ -22,14 +22,14 @@ type RequestFilter struct {
 }
 
 const requestCols = `id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
-	input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client`
+	input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client, cost_micros`
 
 func scanRequest(sc interface{ Scan(...any) error }) (Request, error) {
 	var r Request
 	var ts, lat, ttfb int64
 	var stream, est int
 	err := sc.Scan(&r.ID, &ts, &r.User, &r.Team, &r.Dialect, &r.Model, &r.Upstream, &r.UpstreamModel, &stream, &r.Status, &r.Error,
-		&r.InputTokens, &r.OutputTokens, &r.CachedTokens, &est, &lat, &ttfb, &r.Attempts, &r.TraceID, &r.Client)
+		&r.InputTokens, &r.OutputTokens, &r.CachedTokens, &est, &lat, &ttfb, &r.Attempts, &r.TraceID, &r.Client, &r.CostMicros)
 	r.Time = time.UnixMicro(ts).UTC()
 	r.Stream, r.Estimated = stream != 0, est != 0
 	r.Latency, r.TTFB = time.Duration(lat)*time.Microsecond, time.Duration(ttfb)*time.Microsecond
@@ -164,6 +164,7 @@ type UsageRow struct {
 	OutputTokens int64  `json:"output_tokens"`
 	CachedTokens int64  `json:"cached_tokens"`
 	Estimated    int64  `json:"estimated"` // requests whose tokens are estimates
+	CostMicros   int64  `json:"cost_micros"`
 }
 
 var usageCols = map[string]string{"day": "day", "user": "user_name", "team": "team", "model": "model"}
@@ -193,7 +194,7 @@ func (s *Store) Usage(ctx context.Context, f UsageFilter) ([]UsageRow, error) {
 		w.add("day < ?", Day(f.Until))
 	}
 	group := strings.Join(cols, ", ")
-	q := `SELECT ` + group + `, SUM(requests), SUM(errors), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(estimated)
+	q := `SELECT ` + group + `, SUM(requests), SUM(errors), SUM(input_tokens), SUM(output_tokens), SUM(cached_tokens), SUM(estimated), SUM(cost_micros)
 		FROM usage_daily` + w.String() + ` GROUP BY ` + group + ` ORDER BY ` + group
 	return queryAll(ctx, s, q, w.args, func(sc interface{ Scan(...any) error }) (UsageRow, error) {
 		var u UsageRow
@@ -211,7 +212,7 @@ func (s *Store) Usage(ctx context.Context, f UsageFilter) ([]UsageRow, error) {
 				dest = append(dest, &u.Model)
 			}
 		}
-		dest = append(dest, &u.Requests, &u.Errors, &u.InputTokens, &u.OutputTokens, &u.CachedTokens, &u.Estimated)
+		dest = append(dest, &u.Requests, &u.Errors, &u.InputTokens, &u.OutputTokens, &u.CachedTokens, &u.Estimated, &u.CostMicros)
 		err := sc.Scan(dest...)
 		for _, c := range cols {
 			if c == "day" {

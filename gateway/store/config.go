@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -20,15 +21,23 @@ const (
 
 // User is one person (or program) allowed to call the gateway.
 type User struct {
-	Name        string    `json:"name"`
-	Team        string    `json:"team"`
-	Admin       bool      `json:"admin"`
-	Disabled    bool      `json:"disabled"`
-	DailyTokens int64     `json:"daily_tokens"` // 0: no limit of its own
-	RPM         int64     `json:"rpm"`          // requests a minute; 0: no limit of its own
-	Models      []string  `json:"models"`       // empty: every routed model
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Name        string `json:"name"`
+	Team        string `json:"team"`
+	Admin       bool   `json:"admin"`
+	Disabled    bool   `json:"disabled"`
+	DailyTokens int64  `json:"daily_tokens"` // 0: no limit of its own
+	RPM         int64  `json:"rpm"`          // requests a minute; 0: no limit of its own
+	// Budgets in micros of the price table's currency, a UTC day and month (0: none).
+	DailyBudget   int64     `json:"daily_budget_micros"`
+	MonthlyBudget int64     `json:"monthly_budget_micros"`
+	Models        []string  `json:"models"` // empty: every routed model
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+
+	// Key is the name of the further key a request authenticated with ("": the
+	// user's own token); KeyID its token's id.
+	Key   string `json:"-"`
+	KeyID string `json:"-"`
 
 	// The token is kept only as these: never the token itself.
 	TokenID   string `json:"-"`
@@ -51,11 +60,14 @@ func (u *User) MayUse(model string) bool {
 
 // Team is a group of users with limits of its own, shared by its members.
 type Team struct {
-	Name        string    `json:"name"`
-	DailyTokens int64     `json:"daily_tokens"`
-	RPM         int64     `json:"rpm"`
-	Members     int       `json:"members"`
-	CreatedAt   time.Time `json:"created_at"`
+	Name        string `json:"name"`
+	DailyTokens int64  `json:"daily_tokens"`
+	RPM         int64  `json:"rpm"`
+	// Budgets in micros, shared by the team's members (0: none).
+	DailyBudget   int64     `json:"daily_budget_micros"`
+	MonthlyBudget int64     `json:"monthly_budget_micros"`
+	Members       int       `json:"members"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // Upstream is a vendor endpoint with the team's key for it.
@@ -72,11 +84,14 @@ type Upstream struct {
 // Route maps a model name clients use to an upstream, the model name sent there,
 // and the upstreams tried in order when it fails before answering.
 type Route struct {
-	Model         string    `json:"model"`
-	Upstream      string    `json:"upstream"`
-	UpstreamModel string    `json:"upstream_model"`
-	Fallbacks     []string  `json:"fallbacks"`
-	CreatedAt     time.Time `json:"created_at"`
+	Model         string   `json:"model"`
+	Upstream      string   `json:"upstream"`
+	UpstreamModel string   `json:"upstream_model"`
+	Fallbacks     []string `json:"fallbacks"`
+	// Weights, when set, spread requests over the upstream and its fallbacks in
+	// these proportions (one each, in that order); the others stay fallbacks.
+	Weights   []int64   `json:"weights,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Config is everything a serving process needs, read at once.
@@ -87,6 +102,8 @@ type Config struct {
 	Upstreams  []Upstream // with keys
 	Routes     []Route
 	Settings   map[string]string
+	Prices     []Price
+	Keys       []Key
 }
 
 // ValidName checks a user, team or upstream name.
@@ -210,7 +227,7 @@ func (s *Store) AddUser(ctx context.Context, actor string, u User, tok TokenHash
 			return err
 		}
 	}
-	if u.DailyTokens < 0 || u.RPM < 0 {
+	if u.DailyTokens < 0 || u.RPM < 0 || u.DailyBudget < 0 || u.MonthlyBudget < 0 {
 		return errorf(ErrInvalid, "limits must be 0 (none) or more")
 	}
 	for _, m := range u.Models {
@@ -219,11 +236,12 @@ func (s *Store) AddUser(ctx context.Context, actor string, u User, tok TokenHash
 		}
 	}
 	now := s.micros()
-	detail := map[string]any{"team": u.Team, "admin": u.Admin, "daily_tokens": u.DailyTokens, "rpm": u.RPM, "models": u.Models}
+	detail := map[string]any{"team": u.Team, "admin": u.Admin, "daily_tokens": u.DailyTokens, "rpm": u.RPM, "models": u.Models,
+		"daily_budget_micros": u.DailyBudget, "monthly_budget_micros": u.MonthlyBudget}
 	err := s.change(ctx, actor, "user.add", u.Name, detail, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, s.q(`INSERT INTO users(name, team, admin, disabled, daily_tokens, rpm, models, token_id, token_salt, token_hash, created_at, updated_at)
-			VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			u.Name, u.Team, boolInt(u.Admin), u.DailyTokens, u.RPM, joinList(u.Models), tok.ID, tok.Salt, tok.Hash, now, now)
+		_, err := t.ExecContext(ctx, s.q(`INSERT INTO users(name, team, admin, disabled, daily_tokens, rpm, models, token_id, token_salt, token_hash, created_at, updated_at, daily_budget, monthly_budget)
+			VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			u.Name, u.Team, boolInt(u.Admin), u.DailyTokens, u.RPM, joinList(u.Models), tok.ID, tok.Salt, tok.Hash, now, now, u.DailyBudget, u.MonthlyBudget)
 		return err
 	})
 	if isUnique(err) {
@@ -240,6 +258,9 @@ type UserChange struct {
 	DailyTokens *int64    `json:"daily_tokens,omitempty"`
 	RPM         *int64    `json:"rpm,omitempty"`
 	Models      *[]string `json:"models,omitempty"`
+	// Budgets in micros.
+	DailyBudget   *int64 `json:"daily_budget_micros,omitempty"`
+	MonthlyBudget *int64 `json:"monthly_budget_micros,omitempty"`
 }
 
 // UpdateUser changes a user's settings.
@@ -271,6 +292,17 @@ func (s *Store) UpdateUser(ctx context.Context, actor, name string, c UserChange
 			return errorf(ErrInvalid, "requests a minute must be 0 (no limit) or more")
 		}
 		sets, args = append(sets, "rpm = ?"), append(args, *c.RPM)
+	}
+	for _, b := range []struct {
+		col string
+		v   *int64
+	}{{"daily_budget", c.DailyBudget}, {"monthly_budget", c.MonthlyBudget}} {
+		if b.v != nil {
+			if *b.v < 0 {
+				return errorf(ErrInvalid, "a budget must be 0 (none) or more")
+			}
+			sets, args = append(sets, b.col+" = ?"), append(args, *b.v)
+		}
 	}
 	if c.Models != nil {
 		for _, m := range *c.Models {
@@ -311,14 +343,14 @@ func (s *Store) RemoveUser(ctx context.Context, actor, name string) error {
 	})
 }
 
-const userCols = `name, team, admin, disabled, daily_tokens, rpm, models, token_id, token_salt, token_hash, created_at, updated_at`
+const userCols = `name, team, admin, disabled, daily_tokens, rpm, models, token_id, token_salt, token_hash, created_at, updated_at, daily_budget, monthly_budget`
 
 func scanUser(sc interface{ Scan(...any) error }) (User, error) {
 	var u User
 	var admin, disabled int
 	var models string
 	var created, updated int64
-	err := sc.Scan(&u.Name, &u.Team, &admin, &disabled, &u.DailyTokens, &u.RPM, &models, &u.TokenID, &u.TokenSalt, &u.TokenHash, &created, &updated)
+	err := sc.Scan(&u.Name, &u.Team, &admin, &disabled, &u.DailyTokens, &u.RPM, &models, &u.TokenID, &u.TokenSalt, &u.TokenHash, &created, &updated, &u.DailyBudget, &u.MonthlyBudget)
 	u.Admin, u.Disabled, u.Models = admin != 0, disabled != 0, splitList(models)
 	u.CreatedAt, u.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	return u, err
@@ -360,13 +392,15 @@ func (s *Store) SetTeam(ctx context.Context, actor string, tm Team) error {
 	if err := ValidName("team", tm.Name); err != nil {
 		return err
 	}
-	if tm.DailyTokens < 0 || tm.RPM < 0 {
+	if tm.DailyTokens < 0 || tm.RPM < 0 || tm.DailyBudget < 0 || tm.MonthlyBudget < 0 {
 		return errorf(ErrInvalid, "limits must be 0 (none) or more")
 	}
-	return s.change(ctx, actor, "team.set", tm.Name, map[string]any{"daily_tokens": tm.DailyTokens, "rpm": tm.RPM}, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, s.q(`INSERT INTO teams(name, daily_tokens, rpm, created_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT(name) DO UPDATE SET daily_tokens = excluded.daily_tokens, rpm = excluded.rpm`),
-			tm.Name, tm.DailyTokens, tm.RPM, s.micros())
+	detail := map[string]any{"daily_tokens": tm.DailyTokens, "rpm": tm.RPM, "daily_budget_micros": tm.DailyBudget, "monthly_budget_micros": tm.MonthlyBudget}
+	return s.change(ctx, actor, "team.set", tm.Name, detail, func(t *sql.Tx) error {
+		_, err := t.ExecContext(ctx, s.q(`INSERT INTO teams(name, daily_tokens, rpm, created_at, daily_budget, monthly_budget) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(name) DO UPDATE SET daily_tokens = excluded.daily_tokens, rpm = excluded.rpm,
+				daily_budget = excluded.daily_budget, monthly_budget = excluded.monthly_budget`),
+			tm.Name, tm.DailyTokens, tm.RPM, s.micros(), tm.DailyBudget, tm.MonthlyBudget)
 		return err
 	})
 }
@@ -380,10 +414,10 @@ func (s *Store) RemoveTeam(ctx context.Context, actor, name string) error {
 
 // Teams lists every team: those with limits and those only named by a user.
 func (s *Store) Teams(ctx context.Context) ([]Team, error) {
-	set, err := queryAll(ctx, s, `SELECT name, daily_tokens, rpm, created_at FROM teams`, nil, func(sc interface{ Scan(...any) error }) (Team, error) {
+	set, err := queryAll(ctx, s, `SELECT name, daily_tokens, rpm, created_at, daily_budget, monthly_budget FROM teams`, nil, func(sc interface{ Scan(...any) error }) (Team, error) {
 		var tm Team
 		var created int64
-		err := sc.Scan(&tm.Name, &tm.DailyTokens, &tm.RPM, &created)
+		err := sc.Scan(&tm.Name, &tm.DailyTokens, &tm.RPM, &created, &tm.DailyBudget, &tm.MonthlyBudget)
 		tm.CreatedAt = time.UnixMicro(created).UTC()
 		return tm, err
 	})
@@ -427,7 +461,7 @@ func (s *Store) SetUpstream(ctx context.Context, actor string, u Upstream) (crea
 		case errors.Is(err, sql.ErrNoRows):
 			created = true
 			_, err = t.ExecContext(ctx, s.q(`INSERT INTO upstreams(name, kind, base_url, api_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)`),
-				u.Name, u.Kind, u.BaseURL, u.APIKey, now, now)
+				u.Name, u.Kind, u.BaseURL, s.seal.seal(u.APIKey), now, now)
 		case err != nil:
 			return err
 		default:
@@ -441,7 +475,7 @@ func (s *Store) SetUpstream(ctx context.Context, actor string, u Upstream) (crea
 				}
 			}
 			if u.APIKey != "" {
-				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, api_key = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, u.APIKey, now, u.Name)
+				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, api_key = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, s.seal.seal(u.APIKey), now, u.Name)
 			} else {
 				_, err = t.ExecContext(ctx, s.q(`UPDATE upstreams SET kind = ?, base_url = ?, updated_at = ? WHERE name = ?`), u.Kind, u.BaseURL, now, u.Name)
 			}
@@ -501,13 +535,18 @@ func (s *Store) Upstreams(ctx context.Context, withKeys bool) ([]Upstream, error
 		u.HasKey = u.APIKey != ""
 		if !withKeys {
 			u.APIKey = ""
+		} else if err == nil {
+			var oerr error
+			if u.APIKey, oerr = s.seal.open(u.APIKey); oerr != nil {
+				return u, fmt.Errorf("upstream %q's key: %w", u.Name, oerr)
+			}
 		}
 		return u, err
 	})
 }
 
 // SetRoute adds a route or replaces one. Every upstream it names must exist and
-// speak one wire format: the gateway does not translate between them.
+// speak one wire format: they share the route's one upstream model name.
 func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 	if err := ValidModel(r.Model); err != nil {
 		return err
@@ -525,7 +564,17 @@ func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 		}
 		seen[f] = true
 	}
-	return s.change(ctx, actor, "route.set", r.Model, map[string]any{"upstream": r.Upstream, "upstream_model": r.UpstreamModel, "fallbacks": r.Fallbacks}, func(t *sql.Tx) error {
+	if len(r.Weights) > 0 && len(r.Weights) != 1+len(r.Fallbacks) {
+		return errorf(ErrInvalid, "give one weight for the upstream and one for each fallback (%d), not %d", 1+len(r.Fallbacks), len(r.Weights))
+	}
+	var ws []string
+	for _, w := range r.Weights {
+		if w < 0 || w > 1_000_000 {
+			return errorf(ErrInvalid, "a weight is a whole number from 0 to 1000000")
+		}
+		ws = append(ws, strconv.FormatInt(w, 10))
+	}
+	return s.change(ctx, actor, "route.set", r.Model, map[string]any{"upstream": r.Upstream, "upstream_model": r.UpstreamModel, "fallbacks": r.Fallbacks, "weights": r.Weights}, func(t *sql.Tx) error {
 		kindOf := func(name string) (string, error) {
 			var k string
 			err := t.QueryRowContext(ctx, s.q(`SELECT kind FROM upstreams WHERE name = ?`), name).Scan(&k)
@@ -547,9 +596,10 @@ func (s *Store) SetRoute(ctx context.Context, actor string, r Route) error {
 				return errorf(ErrInvalid, "fallback %q is %s but %q is %s: a route's upstreams must speak one wire format", f, k, r.Upstream, kind)
 			}
 		}
-		_, err = t.ExecContext(ctx, s.q(`INSERT INTO routes(model, upstream, upstream_model, fallbacks, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT(model) DO UPDATE SET upstream = excluded.upstream, upstream_model = excluded.upstream_model, fallbacks = excluded.fallbacks`),
-			r.Model, r.Upstream, r.UpstreamModel, joinList(r.Fallbacks), s.micros())
+		_, err = t.ExecContext(ctx, s.q(`INSERT INTO routes(model, upstream, upstream_model, fallbacks, created_at, weights) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(model) DO UPDATE SET upstream = excluded.upstream, upstream_model = excluded.upstream_model, fallbacks = excluded.fallbacks,
+				weights = excluded.weights`),
+			r.Model, r.Upstream, r.UpstreamModel, joinList(r.Fallbacks), s.micros(), strings.Join(ws, ","))
 		return err
 	})
 }
@@ -563,12 +613,16 @@ func (s *Store) RemoveRoute(ctx context.Context, actor, model string) error {
 
 // Routes lists routes by model.
 func (s *Store) Routes(ctx context.Context) ([]Route, error) {
-	return queryAll(ctx, s, `SELECT model, upstream, upstream_model, fallbacks, created_at FROM routes ORDER BY model`, nil, func(sc interface{ Scan(...any) error }) (Route, error) {
+	return queryAll(ctx, s, `SELECT model, upstream, upstream_model, fallbacks, created_at, weights FROM routes ORDER BY model`, nil, func(sc interface{ Scan(...any) error }) (Route, error) {
 		var r Route
-		var fb string
+		var fb, ws string
 		var c int64
-		err := sc.Scan(&r.Model, &r.Upstream, &r.UpstreamModel, &fb, &c)
+		err := sc.Scan(&r.Model, &r.Upstream, &r.UpstreamModel, &fb, &c, &ws)
 		r.Fallbacks, r.CreatedAt = splitList(fb), time.UnixMicro(c).UTC()
+		for _, w := range splitList(ws) {
+			n, _ := strconv.ParseInt(w, 10, 64)
+			r.Weights = append(r.Weights, n)
+		}
 		return r, err
 	})
 }
@@ -631,5 +685,60 @@ func (s *Store) LoadConfig(ctx context.Context) (*Config, error) {
 	if c.Settings, err = s.Settings(ctx); err != nil {
 		return nil, err
 	}
+	if c.Prices, err = s.Prices(ctx); err != nil {
+		return nil, err
+	}
+	if c.Keys, err = s.Keys(ctx, ""); err != nil {
+		return nil, err
+	}
 	return &c, nil
+}
+
+// Price is what an upstream model costs, in micros of the price table's
+// currency per million tokens: input not read from the cache, cached input,
+// output, and reasoning (billed as output by most vendors: 0 means the output's
+// price).
+type Price struct {
+	Model     string    `json:"model"` // the upstream's name for it
+	Input     int64     `json:"input"`
+	Cached    int64     `json:"cached"`
+	Output    int64     `json:"output"`
+	Reasoning int64     `json:"reasoning"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SetPrice sets a model's price.
+func (s *Store) SetPrice(ctx context.Context, actor string, p Price) error {
+	if err := ValidModel(p.Model); err != nil {
+		return err
+	}
+	if p.Input < 0 || p.Output < 0 || p.Cached < 0 || p.Reasoning < 0 {
+		return errorf(ErrInvalid, "a price must be 0 or more")
+	}
+	return s.change(ctx, actor, "price.set", p.Model, p, func(t *sql.Tx) error {
+		_, err := t.ExecContext(ctx, s.q(`INSERT INTO prices(model, input, output, cached, reasoning, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT(model) DO UPDATE SET input = excluded.input, output = excluded.output, cached = excluded.cached,
+				reasoning = excluded.reasoning, updated_at = excluded.updated_at`),
+			p.Model, p.Input, p.Output, p.Cached, p.Reasoning, s.micros())
+		return err
+	})
+}
+
+// RemovePrice drops a model's price: it costs nothing from then on.
+func (s *Store) RemovePrice(ctx context.Context, actor, model string) error {
+	return s.change(ctx, actor, "price.remove", model, nil, func(t *sql.Tx) error {
+		return affect(errorf(ErrNotFound, "no price for model %q", model))(t.ExecContext(ctx, s.q(`DELETE FROM prices WHERE model = ?`), model))
+	})
+}
+
+// Prices lists the price table by model.
+func (s *Store) Prices(ctx context.Context) ([]Price, error) {
+	return queryAll(ctx, s, `SELECT model, input, output, cached, reasoning, updated_at FROM prices ORDER BY model`, nil,
+		func(sc interface{ Scan(...any) error }) (Price, error) {
+			var p Price
+			var up int64
+			err := sc.Scan(&p.Model, &p.Input, &p.Output, &p.Cached, &p.Reasoning, &up)
+			p.UpdatedAt = time.UnixMicro(up).UTC()
+			return p, err
+		})
 }

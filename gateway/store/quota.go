@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -18,6 +20,17 @@ type Claim struct {
 	// Count adds Amount to used at once (requests); otherwise Amount is held as
 	// reserved until the request settles with what it really took (tokens).
 	Count bool `json:"count,omitempty"`
+	// PerMTok, for a budget's claim (amounts in micros), is what a million more
+	// tokens of answer cost: a stream's hold grows by that rate.
+	PerMTok int64 `json:"per_mtok,omitempty"`
+}
+
+// more is what n more tokens of answer add to the claim.
+func (c Claim) more(n int64) int64 {
+	if c.PerMTok == 0 {
+		return n
+	}
+	return (n*c.PerMTok + 999_999) / 1_000_000
 }
 
 // Reservation is what one request in flight holds.
@@ -25,7 +38,15 @@ type Reservation struct {
 	ID       string
 	Instance string
 	Claims   []Claim
+	// Room is, once reserved, the fewest tokens any of its token counters had
+	// free before this hold was taken (0: no token counter): a bound the
+	// vendor's own limit on the answer can be set from.
+	Room int64 `json:"-"`
 }
+
+// ErrReleased: the reservation was released by another process, which took
+// this one for dead; it can no longer grow.
+var ErrReleased = errors.New("the reservation was released as an orphan")
 
 // Refused says which claim found its counter full.
 type Refused struct {
@@ -47,11 +68,13 @@ func (r *Refused) Error() string {
 // request sees room that another already holds.
 const takeReservedSQL = `INSERT INTO quota_counters(scope, bucket, used, reserved) VALUES (?, ?, 0, ?)
 	ON CONFLICT(scope, bucket) DO UPDATE SET reserved = quota_counters.reserved + excluded.reserved
-	WHERE quota_counters.used + quota_counters.reserved < ?`
+	WHERE quota_counters.used + quota_counters.reserved < ?
+	RETURNING used, reserved`
 
 const takeCountedSQL = `INSERT INTO quota_counters(scope, bucket, used, reserved) VALUES (?, ?, ?, 0)
 	ON CONFLICT(scope, bucket) DO UPDATE SET used = quota_counters.used + excluded.used
-	WHERE quota_counters.used + quota_counters.reserved < ?`
+	WHERE quota_counters.used + quota_counters.reserved < ?
+	RETURNING used, reserved`
 
 // Reserve takes every claim or none, in one transaction. A full counter returns
 // *Refused and changes nothing. The reservation is recorded so that, should this
@@ -61,21 +84,26 @@ func (s *Store) Reserve(ctx context.Context, r *Reservation) error {
 		return nil
 	}
 	return s.tx(ctx, func(t *sql.Tx) error {
-		if err := s.take(ctx, t, r.Claims); err != nil {
+		room, err := s.take(ctx, t, r.Claims)
+		if err != nil {
 			return err
 		}
+		r.Room = room
 		held := heldClaims(r.Claims)
 		if len(held) == 0 {
 			return nil
 		}
 		b, _ := json.Marshal(held)
-		_, err := t.ExecContext(ctx, s.q(`INSERT INTO reservations(id, instance, claims, created_at) VALUES (?, ?, ?, ?)`),
+		_, err = t.ExecContext(ctx, s.q(`INSERT INTO reservations(id, instance, claims, created_at) VALUES (?, ?, ?, ?)`),
 			r.ID, r.Instance, string(b), s.micros())
 		return err
 	})
 }
 
-func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) error {
+// take takes the claims and returns the room the tightest token counter had
+// before.
+func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) (int64, error) {
+	room := int64(0)
 	for _, c := range claims {
 		if c.Limit <= 0 {
 			continue
@@ -84,17 +112,23 @@ func (s *Store) take(ctx context.Context, t *sql.Tx, claims []Claim) error {
 		if c.Count {
 			q = takeCountedSQL
 		}
-		res, err := t.ExecContext(ctx, s.q(q), c.Scope, c.Bucket, c.Amount, c.Limit)
-		if err != nil {
-			return fmt.Errorf("taking quota from %s: %w", c.Scope, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		var used, reserved int64
+		err := t.QueryRowContext(ctx, s.q(q), c.Scope, c.Bucket, c.Amount, c.Limit).Scan(&used, &reserved)
+		if errors.Is(err, sql.ErrNoRows) {
 			ref := &Refused{Claim: c}
 			t.QueryRowContext(ctx, s.q(`SELECT used, reserved FROM quota_counters WHERE scope = ? AND bucket = ?`), c.Scope, c.Bucket).Scan(&ref.Used, &ref.Reserved)
-			return ref
+			return 0, ref
+		}
+		if err != nil {
+			return 0, fmt.Errorf("taking quota from %s: %w", c.Scope, err)
+		}
+		if !c.Count && c.PerMTok == 0 {
+			if free := c.Limit - (used + reserved - c.Amount); room == 0 || free < room {
+				room = max(free, 1)
+			}
 		}
 	}
-	return nil
+	return room, nil
 }
 
 func heldClaims(cs []Claim) []Claim {
@@ -116,24 +150,32 @@ func (s *Store) Extend(ctx context.Context, r *Reservation, more int64) error {
 	}
 	ext := make([]Claim, len(held))
 	for i, c := range held {
-		c.Amount = more
+		c.Amount = c.more(more)
 		ext[i] = c
 	}
 	err := s.tx(ctx, func(t *sql.Tx) error {
-		if err := s.take(ctx, t, ext); err != nil {
+		if _, err := s.take(ctx, t, ext); err != nil {
 			return err
 		}
 		for i := range held {
-			held[i].Amount += more
+			held[i].Amount += held[i].more(more)
 		}
 		b, _ := json.Marshal(held)
-		_, err := t.ExecContext(ctx, s.q(`UPDATE reservations SET claims = ? WHERE id = ?`), string(b), r.ID)
-		return err
+		res, err := t.ExecContext(ctx, s.q(`UPDATE reservations SET claims = ? WHERE id = ?`), string(b), r.ID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			// Released as an orphan (this process was taken for dead): what the
+			// counters would now hold for it could never be given back.
+			return ErrReleased
+		}
+		return nil
 	})
 	if err == nil {
 		for i := range r.Claims {
 			if !r.Claims[i].Count && r.Claims[i].Limit > 0 {
-				r.Claims[i].Amount += more
+				r.Claims[i].Amount += r.Claims[i].more(more)
 			}
 		}
 	}
@@ -156,6 +198,8 @@ type Request struct {
 	InputTokens   int64     `json:"input_tokens"`
 	OutputTokens  int64     `json:"output_tokens"`
 	CachedTokens  int64     `json:"cached_tokens"`
+	// CostMicros is what the request cost by the price table, in micros.
+	CostMicros int64 `json:"cost_micros"`
 	// Estimated: the vendor's final figures never came (a cut stream), so the
 	// tokens are the gateway's estimate.
 	Estimated bool          `json:"estimated"`
@@ -202,31 +246,62 @@ func (s *Store) Settle(ctx context.Context, batch []Settlement) error {
 func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 	r := &st.Request
 	used := r.InputTokens + r.OutputTokens
+	if r.ID == "" {
+		r.ID = NewID(r.Time)
+	}
+	// A settlement replayed from a spool may already be here (the database
+	// committed it, and the answer was lost): it is not counted twice.
+	res, err := t.ExecContext(ctx, s.q(`INSERT INTO requests(id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
+		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client, cost_micros)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`),
+		r.ID, r.Time.UnixMicro(), r.User, r.Team, r.Dialect, r.Model, r.Upstream, r.UpstreamModel, boolInt(r.Stream), r.Status, r.Error,
+		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client, r.CostMicros)
+	if err != nil {
+		return fmt.Errorf("auditing request: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
 	// Every request's tokens count on its user's and team's counters of the day,
 	// limited or not, so that a limit set in the afternoon sees the morning.
 	held := map[string]Claim{}
-	if res := st.Reservation; res != nil {
-		for _, c := range heldClaims(res.Claims) {
-			held[c.Scope] = c
+	if rv := st.Reservation; rv != nil && len(heldClaims(rv.Claims)) > 0 {
+		del, err := t.ExecContext(ctx, s.q(`DELETE FROM reservations WHERE id = ?`), rv.ID)
+		if err != nil {
+			return err
 		}
-		if len(held) > 0 {
-			if _, err := t.ExecContext(ctx, s.q(`DELETE FROM reservations WHERE id = ?`), res.ID); err != nil {
-				return err
+		// Gone already: another process released it as an orphan while this one
+		// could not reach the database, and took its hold back then.
+		if n, _ := del.RowsAffected(); n > 0 {
+			for _, c := range heldClaims(rv.Claims) {
+				held[c.Scope] = c
 			}
 		}
 	}
-	var scopes []string
-	if r.User != "" {
-		scopes = append(scopes, UserScope(r.User, Tokens))
+	// Tokens of the day, and spend of the day and the month, by user and team.
+	type counter struct {
+		scope  string
+		bucket int64
+		used   int64
 	}
-	if r.Team != "" {
-		scopes = append(scopes, TeamScope(r.Team, Tokens))
-	}
-	for _, sc := range scopes {
-		c, ok := held[sc]
-		if !ok {
-			c = Claim{Scope: sc, Bucket: Day(r.Time)}
+	var counters []counter
+	for _, who := range []struct {
+		scope func(string, string) string
+		name  string
+	}{{UserScope, r.User}, {TeamScope, r.Team}} {
+		if who.name == "" {
+			continue
 		}
+		counters = append(counters, counter{who.scope(who.name, Tokens), Day(r.Time), used},
+			counter{who.scope(who.name, Cost), Day(r.Time), r.CostMicros},
+			counter{who.scope(who.name, CostMonth), Month(r.Time), r.CostMicros})
+	}
+	for _, k := range counters {
+		c, ok := held[k.scope]
+		if !ok {
+			c = Claim{Scope: k.scope, Bucket: k.bucket}
+		}
+		used := k.used
 		if used == 0 && c.Amount == 0 {
 			continue
 		}
@@ -235,17 +310,6 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 			c.Scope, c.Bucket, used, c.Amount); err != nil {
 			return err
 		}
-	}
-	if r.ID == "" {
-		r.ID = NewID(r.Time)
-	}
-	_, err := t.ExecContext(ctx, s.q(`INSERT INTO requests(id, ts, user_name, team, dialect, model, upstream, upstream_model, stream, status, error,
-		input_tokens, output_tokens, cached_tokens, estimated, latency_us, ttfb_us, attempts, trace_id, client)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		r.ID, r.Time.UnixMicro(), r.User, r.Team, r.Dialect, r.Model, r.Upstream, r.UpstreamModel, boolInt(r.Stream), r.Status, r.Error,
-		r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.Latency.Microseconds(), r.TTFB.Microseconds(), r.Attempts, r.TraceID, r.Client)
-	if err != nil {
-		return fmt.Errorf("auditing request: %w", err)
 	}
 	if st.Content != nil {
 		if _, err := t.ExecContext(ctx, s.q(`INSERT INTO request_content(id, request, response) VALUES (?, ?, ?)`), r.ID, st.Content.Request, st.Content.Response); err != nil {
@@ -259,20 +323,32 @@ func (s *Store) settle1(ctx context.Context, t *sql.Tx, st *Settlement) error {
 	if r.Status >= 400 {
 		errs = 1
 	}
-	_, err = t.ExecContext(ctx, s.q(`INSERT INTO usage_daily(day, user_name, team, model, requests, errors, input_tokens, output_tokens, cached_tokens, estimated)
-		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
+	_, err = t.ExecContext(ctx, s.q(`INSERT INTO usage_daily(day, user_name, team, model, requests, errors, input_tokens, output_tokens, cached_tokens, estimated, cost_micros)
+		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(day, user_name, team, model) DO UPDATE SET requests = usage_daily.requests + 1, errors = usage_daily.errors + excluded.errors,
 			input_tokens = usage_daily.input_tokens + excluded.input_tokens, output_tokens = usage_daily.output_tokens + excluded.output_tokens,
-			cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens, estimated = usage_daily.estimated + excluded.estimated`),
-		Day(r.Time), r.User, r.Team, r.Model, errs, r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated))
+			cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens, estimated = usage_daily.estimated + excluded.estimated,
+			cost_micros = usage_daily.cost_micros + excluded.cost_micros`),
+		Day(r.Time), r.User, r.Team, r.Model, errs, r.InputTokens, r.OutputTokens, r.CachedTokens, boolInt(r.Estimated), r.CostMicros)
 	return err
 }
 
 // What a counter counts.
 const (
-	Tokens   = "tokens"   // tokens of a UTC day
-	Requests = "requests" // requests of a minute
+	Tokens    = "tokens"     // tokens of a UTC day
+	Requests  = "requests"   // requests of a minute
+	Cost      = "cost"       // spend of a UTC day, in micros
+	CostMonth = "cost_month" // spend of a UTC month, in micros
 )
+
+// Month is the UTC month number of t (months since year 0); MonthStart its
+// first instant.
+func Month(t time.Time) int64 { u := t.UTC(); return int64(u.Year())*12 + int64(u.Month()) - 1 }
+
+// MonthStart is the first instant of month number m.
+func MonthStart(m int64) time.Time {
+	return time.Date(int(m/12), time.Month(m%12+1), 1, 0, 0, 0, 0, time.UTC)
+}
 
 // UserScope and TeamScope name the counters of a user or a team.
 func UserScope(name, what string) string { return "user:" + name + ":" + what }
@@ -304,6 +380,51 @@ func (s *Store) Leave(ctx context.Context, instance string) error {
 		_, err := t.ExecContext(ctx, s.q(`DELETE FROM instances WHERE id = ?`), instance)
 		return err
 	})
+}
+
+// How a process that stopped without settling is found out: it beats every
+// BeatEvery; one silent for OrphanAfter is taken for dead, and what it held is
+// released by the next sweep, every SweepEvery.
+const (
+	BeatEvery   = 10 * time.Second
+	OrphanAfter = 30 * time.Second
+	SweepEvery  = 5 * time.Second
+)
+
+// Holders tells who holds a scope's counter of bucket: whether a living
+// process's request does, and else when the earliest hold of a stopped process
+// is released (zero when none is).
+func (s *Store) Holders(ctx context.Context, scope string, bucket int64) (live bool, freed time.Time, err error) {
+	// The claims are JSON written by this package: a scope appears in them
+	// exactly so, with LIKE's own characters escaped.
+	pat, _ := json.Marshal(Claim{Scope: scope, Bucket: bucket})
+	needle := strings.TrimSuffix(strings.TrimPrefix(string(pat), "{"), `,"amount":0,"limit":0}`)
+	esc := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(needle)
+	// A process that missed a beat is taken to have stopped; should it be alive
+	// after all, it settles its requests itself.
+	alive := s.micros() - (BeatEvery + BeatEvery/2).Microseconds()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT r.created_at, COALESCE(i.heartbeat, 0) FROM reservations r LEFT JOIN instances i ON i.id = r.instance
+		WHERE r.claims LIKE ? ESCAPE '\'`), "%"+esc+"%")
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var created, beat int64
+		if err := rows.Scan(&created, &beat); err != nil {
+			return false, time.Time{}, err
+		}
+		if beat >= alive {
+			live = true
+			continue
+		}
+		// ReleaseOrphans takes it once both are older than OrphanAfter.
+		at := time.UnixMicro(max(created, beat)).Add(OrphanAfter + SweepEvery)
+		if freed.IsZero() || at.Before(freed) {
+			freed = at
+		}
+	}
+	return live, freed, rows.Err()
 }
 
 // ReleaseOrphans gives back what reservations of instances silent for longer than
@@ -371,7 +492,8 @@ func (s *Store) Counter(ctx context.Context, scope string, bucket int64) (Counte
 // can no longer admit anything.
 func (s *Store) PruneCounters(ctx context.Context, day, minute int64) error {
 	return s.tx(ctx, func(t *sql.Tx) error {
-		_, err := t.ExecContext(ctx, s.q(`DELETE FROM quota_counters WHERE (scope LIKE '%:tokens' AND bucket < ?) OR (scope LIKE '%:requests' AND bucket < ?)`), day, minute)
+		_, err := t.ExecContext(ctx, s.q(`DELETE FROM quota_counters WHERE ((scope LIKE '%:tokens' OR scope LIKE '%:cost') AND bucket < ?)
+			OR (scope LIKE '%:requests' AND bucket < ?) OR (scope LIKE '%:cost_month' AND bucket < ?)`), day, minute, Month(DayStart(day)))
 		return err
 	})
 }

@@ -58,6 +58,8 @@ type Store struct {
 	where  string // the file, or the PostgreSQL host and database (never the password)
 	// Now is the clock behind every timestamp; tests replace it.
 	Now func() time.Time
+	// seal seals upstream keys at rest (nil: no operator key given).
+	seal *sealer
 	// wmu serialises this process's SQLite writers: they would otherwise meet in
 	// SQLite's busy handler, which sleeps in steps of milliseconds.
 	wmu sync.Mutex
@@ -128,6 +130,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		s = &Store{db: db, engine: SQLite, where: path, Now: time.Now}
 	}
 	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	var err error
+	if s.seal, err = sealerFromEnv(); err != nil {
 		s.db.Close()
 		return nil, err
 	}

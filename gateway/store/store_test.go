@@ -298,6 +298,14 @@ func TestOrphanedReservationsReleased(t *testing.T) {
 		if c, _ := s.Counter(ctx, scope, day); c.Reserved != 200 {
 			t.Fatalf("counter %+v: only the dead instance's 100 should go", c)
 		}
+		// A released reservation cannot grow: the counter would hold it for ever.
+		dead := &store.Reservation{ID: "dead", Instance: "dead", Claims: []store.Claim{{Scope: scope, Bucket: day, Amount: 100, Limit: 1000}}}
+		if err := s.Extend(ctx, dead, 50); !errors.Is(err, store.ErrReleased) {
+			t.Fatalf("extending a released reservation: %v", err)
+		}
+		if c, _ := s.Counter(ctx, scope, day); c.Reserved != 200 {
+			t.Fatalf("counter %+v after the refused extension", c)
+		}
 	})
 }
 
@@ -330,4 +338,38 @@ func TestUpstreamKeysLeaveNoTrace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHolders: a refusal can say when held room frees: a living process's hold
+// frees as its request ends; a stopped one's when the sweep releases it.
+func TestHolders(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		s := open(t, dsn)
+		now := time.Now()
+		s.Now = func() time.Time { return now }
+		day := store.Day(now)
+		scope := store.UserScope("a_b%", store.Tokens)
+		other := store.UserScope("aXb", store.Tokens)
+		s.Beat(ctx, "dead", "127.0.0.1:1", now)
+		if err := s.Reserve(ctx, &store.Reservation{ID: "r1", Instance: "dead", Claims: []store.Claim{{Scope: scope, Bucket: day, Amount: 100, Limit: 1000}}}); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(20 * time.Second)
+		s.Beat(ctx, "alive", "127.0.0.1:2", now)
+		live, freed, err := s.Holders(ctx, scope, day)
+		want := now.Add(-20 * time.Second).Add(store.OrphanAfter + store.SweepEvery)
+		if err != nil || live || !freed.Equal(want.Truncate(time.Microsecond)) {
+			t.Fatalf("held by a stopped process: live %v, freed %v (want %v), %v", live, freed, want, err)
+		}
+		// The scope's name is matched exactly, not as a pattern.
+		if live, freed, _ := s.Holders(ctx, other, day); live || !freed.IsZero() {
+			t.Fatalf("another scope: %v %v", live, freed)
+		}
+		if err := s.Reserve(ctx, &store.Reservation{ID: "r2", Instance: "alive", Claims: []store.Claim{{Scope: scope, Bucket: day, Amount: 100, Limit: 1000}}}); err != nil {
+			t.Fatal(err)
+		}
+		if live, _, _ := s.Holders(ctx, scope, day); !live {
+			t.Fatal("a living process's hold is not seen")
+		}
+	})
 }

@@ -368,8 +368,14 @@ async function usageView(section) {
     { label: "inputTokens", value: (r) => n(r.input_tokens), num: true },
     { label: "outputTokens", value: (r) => n(r.output_tokens), num: true },
     { label: "cachedTokens", value: (r) => n(r.cached_tokens), num: true },
+    { label: "cost", value: (r) => money(r.cost_micros), num: true },
   );
   section.replaceChildren(form, rows.length ? chart(rows) : "", table("usage-table", cols, rows));
+}
+
+// money shows micros of the price table's currency in its units.
+function money(micros) {
+  return ((micros || 0) / 1e6).toFixed(2);
 }
 
 async function auditView(section) {
@@ -405,6 +411,7 @@ async function auditView(section) {
       { label: "inputTokens", value: (r) => n(r.input_tokens) + (r.estimated ? " (" + t("estimated") + ")" : ""), num: true },
       { label: "outputTokens", value: (r) => n(r.output_tokens), num: true },
       { label: "cachedTokens", value: (r) => n(r.cached_tokens), num: true },
+      { label: "cost", value: (r) => money(r.cost_micros), num: true },
       { label: "latency", value: (r) => r.latency_ms.toFixed(1), num: true },
       { label: "trace", value: (r) => r.trace_id },
       { label: "error", value: (r) => r.error },
