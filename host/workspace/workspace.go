@@ -309,17 +309,24 @@ func Tools(deps Deps) []tools.Tool {
 	}}
 }
 
-// overwrites: opfs_write destroys the file's current content when there is one.
-func (deps Deps) overwrites(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+// pathOf is the canonical path a call names; ok is false for one the tool refuses
+// itself (it then has no effect to declare).
+func pathOf(call *tools.Call) (p string, ok bool, err error) {
 	var a struct {
 		Path string `json:"path"`
 	}
 	if err := call.Decode(&a); err != nil {
-		return tools.Effect{}, err
+		return "", false, err
 	}
-	p, err := storage.CleanPath(a.Path)
-	if err != nil {
-		return tools.Effect{}, nil // the tool refuses it itself
+	p, err = storage.CleanPath(a.Path)
+	return p, err == nil, nil
+}
+
+// overwrites: opfs_write destroys the file's current content when there is one.
+func (deps Deps) overwrites(ctx context.Context, call *tools.Call) (tools.Effect, error) {
+	p, ok, err := pathOf(call)
+	if !ok {
+		return tools.Effect{}, err
 	}
 	switch _, err := deps.Store.Stat(ctx, p); {
 	case err == nil:
@@ -338,15 +345,9 @@ const maxDeleteWalk = 200
 
 // deletes: opfs_delete destroys every file under its path.
 func (deps Deps) deletes(ctx context.Context, call *tools.Call) (tools.Effect, error) {
-	var a struct {
-		Path string `json:"path"`
-	}
-	if err := call.Decode(&a); err != nil {
+	p, ok, err := pathOf(call)
+	if !ok {
 		return tools.Effect{}, err
-	}
-	p, err := storage.CleanPath(a.Path)
-	if err != nil {
-		return tools.Effect{}, nil
 	}
 	what := func(f string) string {
 		return fmt.Sprintf("deletes %s from the workspace, which this conversation did not create", f)
