@@ -367,7 +367,7 @@ export function createPageMethods(api, { timers = globalThis, dialogs = createDi
       }
       const out = await arrived(tab, await wait, started, undrive);
       await unpin();
-      if (url !== undefined && params.stay_on_host && out?.url && hostOf(out.url) !== hostOf(url)) out.stopped_redirect = out.url;
+      if (url !== undefined && params.stay_on_host && /^https?:/i.test(out?.url ?? '') && hostOf(out.url) !== hostOf(url)) out.stopped_redirect = out.url;
       return out;
     },
 

@@ -119,6 +119,8 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
           const props = { url: 'about:blank', active: !!active };
           if (Number.isInteger(windowId)) props.windowId = windowId;
           tab = await api.tabsCreate(props);
+          // The blank page's own load must be over, or the wait below would end with it.
+          await waitForLoad(api, tab.id, { timeoutMs: 5_000, timers }).catch(() => {});
           unpin = await pinHost(api, tab.id, url);
           waiting = wait ? waitForLoad(api, tab.id, { timeoutMs, timers, requireLoading: true }) : null;
           tab = await api.tabsUpdate(tab.id, { url });
@@ -150,7 +152,10 @@ export function createTabMethods(api, { timers = globalThis, dialogs, leaving } 
       undrive();
       const now = await getTab(api, tab.id);
       const waited = wait ? Date.now() - started : 0;
-      const stopped = stay && hostOf(now.url || now.pendingUrl || '') !== hostOf(url) ? { stopped_redirect: now.url || now.pendingUrl } : {};
+      // Only a web address the tab reached on another host is a redirect stopped there (a
+      // tab still on its blank page has not been anywhere).
+      const reached = now.url || now.pendingUrl || '';
+      const stopped = stay && /^https?:/i.test(reached) && hostOf(reached) !== hostOf(url) ? { stopped_redirect: reached } : {};
       const met = leaving && !dialog ? await leaving.met(now, started) : [];
       return {
         tab_id: now.id,
