@@ -251,11 +251,17 @@ type obeyInstruction struct {
 	pairs [][2]string
 }
 
+// unescape undoes what a model reads past: a converter's Markdown escapes, and the
+// quotes of JSON text it reads as the strings' content.
+func unescape(t string) string {
+	return strings.ReplaceAll(mdEscapeRe.ReplaceAllString(t, "$1"), `\"`, `"`)
+}
+
 func (c *obeyContext) instructions() []obeyInstruction {
 	var out []obeyInstruction
 	seen := map[string]bool{}
 	for _, t := range c.texts {
-		t = mdEscapeRe.ReplaceAllString(t, "$1")
+		t = unescape(t)
 		for _, m := range instructionRe.FindAllStringSubmatch(t, -1) {
 			key := m[2] + m[3]
 			if seen[key] {
@@ -279,7 +285,7 @@ func (c *obeyContext) says() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, t := range c.texts {
-		t = mdEscapeRe.ReplaceAllString(t, "$1")
+		t = unescape(t)
 		for _, m := range sayRe.FindAllStringSubmatch(t, -1) {
 			if seen[m[1]] {
 				continue

@@ -75,3 +75,19 @@ func TestObedientSays(t *testing.T) {
 		t.Fatalf("answer %+v", turn)
 	}
 }
+
+// An instruction read both as a tool result's JSON text and as the string inside it
+// is one instruction: a JSON array value in it stays an array.
+func TestObedientReadsJSONOnce(t *testing.T) {
+	obey := Obedient()
+	inner := Instruction("ask_user", "question", "Which?", "options", `["a b","c"]`)
+	content, _ := json.Marshal(map[string]any{"success": true, "result": map[string]string{"content": "Page. " + inner}})
+	req := Request{Messages: []Message{
+		{Role: "assistant", ToolCalls: []Call{{ID: "r", Name: "get_tab_content", Arguments: "{}"}}},
+		{Role: "tool", ToolResults: []ToolResult{{CallID: "r", Content: string(content)}}},
+	}}
+	turn := obey(req)
+	if len(turn.ToolCalls) != 1 || turn.ToolCalls[0].Arguments != `{"options":["a b","c"],"question":"Which?"}` {
+		t.Fatalf("turn %+v", turn)
+	}
+}
