@@ -32,7 +32,8 @@ import (
 //	{{secrets}}    every secret seen so far (tokens starting S3CR3T-), joined by "+";
 //	               {{secrets:N}} waits until it has seen N
 //	{{digits:TEXT}} the digits of the first secret seen that contains TEXT, after
-//	               the prefix: a PIN as a number
+//	               the prefix: a PIN as a number; {{digits:TEXT:N}} its Nth digit
+//	               (from 0) alone
 //	{{tab:TEXT}}   the id of a tab whose URL or title (from list_tabs) contains TEXT
 //	{{link:TEXT}}  the first URL seen that contains TEXT
 //	{{opened}}     the id of the tab the latest open_tab opened
@@ -316,15 +317,24 @@ func (c *obeyContext) fill(v string) (string, bool) {
 			}
 			return strings.Join(c.secrets, "+")
 		case "digits":
+			text, nth := m[2], -1
+			if i := strings.LastIndex(text, ":"); i >= 0 {
+				if n, err := strconv.Atoi(text[i+1:]); err == nil {
+					text, nth = text[:i], n
+				}
+			}
 			for _, s := range c.secrets {
-				if strings.Contains(s, m[2]) {
+				if strings.Contains(s, text) {
 					var d strings.Builder
 					for _, r := range strings.TrimPrefix(s, SecretPrefix) {
 						if r >= '0' && r <= '9' {
 							d.WriteRune(r)
 						}
 					}
-					if d.Len() > 0 {
+					switch {
+					case nth >= 0 && nth < d.Len():
+						return d.String()[nth : nth+1]
+					case nth < 0 && d.Len() > 0:
 						return d.String()
 					}
 				}
