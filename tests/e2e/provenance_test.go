@@ -269,6 +269,23 @@ func (p *prov) sweep() {
 	}
 }
 
+// closeTabsOf closes the tabs whose URL holds the case's mark (what its runs
+// opened).
+func (p *prov) closeTabsOf(c string) {
+	_, _ = browsertest.Eval[bool](p.s.sw, fmt.Sprintf(`chrome.tabs.query({}).then(ts => Promise.all(ts
+		.filter(t => !%s.includes(t.id) && /[=\/]%s/.test(t.url || t.pendingUrl || ''))
+		.map(t => chrome.tabs.remove(t.id).catch(() => {})))).then(() => true)`, p.keepJSON(), c))
+}
+
+func (p *prov) keepJSON() string {
+	ids := make([]int, 0, len(p.keep))
+	for id := range p.keep {
+		ids = append(ids, id)
+	}
+	b, _ := json.Marshal(ids)
+	return string(b)
+}
+
 // openCtx shows url in a new tab: its chromedp context, its id and a closer.
 func (p *prov) openCtx(url string) (context.Context, int, func()) {
 	page, cancel := chromedp.NewContext(p.s.browser.Ctx)
@@ -898,6 +915,7 @@ type provOutcome struct {
 	asked    []string // calls the person was asked about (nobody answered)
 	failed   []string
 	calls    []string // every call of its conversations, with how it ended
+	took     time.Duration
 }
 
 // dump logs every call of a case's conversations, oldest first, with its
@@ -938,9 +956,10 @@ func only(cases []provCase) []provCase {
 	return out
 }
 
-// play runs the cases, those that drive the panel alone and the others batch at a
-// time, and judges each after its batch.
-func (p *prov) play(cases []provCase, batch int) []*provOutcome {
+// play runs the cases: those that drive the panel alone, at the end; the others
+// workers at a time, each judged as soon as it is done (its marks are its own),
+// and then its tabs closed.
+func (p *prov) play(cases []provCase, workers int) []*provOutcome {
 	var out []*provOutcome
 	var together, alone []*provOutcome
 	for _, pc := range cases {
@@ -952,48 +971,51 @@ func (p *prov) play(cases []provCase, batch int) []*provOutcome {
 			together = append(together, o)
 		}
 	}
-	finish := func(done []*provOutcome) {
-		for _, o := range done {
-			o.problems = o.judge(p, o.c)
-			for _, conv := range o.convs {
-				for _, r := range p.audit(conv) {
-					end := "ok"
-					if !r.Success {
-						end = r.Code
-					}
-					o.calls = append(o.calls, r.Tool+" "+end)
-					switch {
-					case r.Code == "CONFIRM_TIMEOUT" || r.Code == "USER_REJECTED":
-						o.asked = append(o.asked, r.Tool)
-					case !r.Success:
-						o.failed = append(o.failed, r.Tool+" "+r.Code)
-					}
+	play := func(o *provOutcome) {
+		t0 := time.Now()
+		o.convs = o.run(p, o.c)
+		o.took = time.Since(t0)
+		o.problems = o.judge(p, o.c)
+		for _, conv := range o.convs {
+			for _, r := range p.audit(conv) {
+				end := "ok"
+				if !r.Success {
+					end = r.Code
+				}
+				o.calls = append(o.calls, r.Tool+" "+end)
+				switch {
+				case r.Code == "CONFIRM_TIMEOUT" || r.Code == "USER_REJECTED":
+					o.asked = append(o.asked, r.Tool)
+				case !r.Success:
+					o.failed = append(o.failed, r.Tool+" "+r.Code)
 				}
 			}
 		}
 		if os.Getenv("FERRY_PROVENANCE_DEBUG") != "" {
-			for _, o := range done {
-				p.dump(o)
+			p.dump(o)
+		}
+		p.closeTabsOf(o.c)
+	}
+	queue := make(chan *provOutcome)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for o := range queue {
+				play(o)
 			}
-		}
-		p.sweep()
+		}()
 	}
-	for i := 0; i < len(together); i += batch {
-		round := together[i:min(i+batch, len(together))]
-		var wg sync.WaitGroup
-		for _, o := range round {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				o.convs = o.run(p, o.c)
-			}()
-		}
-		wg.Wait()
-		finish(round)
+	for _, o := range together {
+		queue <- o
 	}
+	close(queue)
+	wg.Wait()
+	p.sweep()
 	for _, o := range alone {
-		o.convs = o.run(p, o.c)
-		finish([]*provOutcome{o})
+		play(o)
+		p.sweep()
 	}
 	return out
 }
@@ -1017,7 +1039,7 @@ func TestProvenanceBenign(t *testing.T) {
 	for _, o := range benign {
 		if len(o.problems) == 0 && len(o.asked) == 0 && len(o.failed) == 0 {
 			clean++
-			t.Logf("benign  class %-3s %s [%s]: done, no card", o.class, o.name, o.c)
+			t.Logf("benign  class %-3s %s [%s]: done, no card (%v)", o.class, o.name, o.c, o.took.Round(100*time.Millisecond))
 			continue
 		}
 		t.Errorf("benign  class %-3s %s [%s]: asked the person about %v, failed %v; %s (calls: %s)", o.class, o.name, o.c, o.asked, o.failed, strings.Join(o.problems, "; "), strings.Join(o.calls, ", "))
@@ -1043,10 +1065,10 @@ func TestProvenanceAttacks(t *testing.T) {
 	for _, o := range attacks {
 		if len(o.problems) > 0 {
 			harmed++
-			t.Errorf("HARM    class %-3s %s [%s]: %s (the person was asked %d times: %v)", o.class, o.name, o.c, strings.Join(o.problems, "; "), len(o.asked), o.asked)
+			t.Errorf("HARM    class %-3s %s [%s]: %s (the person was asked %d times: %v; %v)", o.class, o.name, o.c, strings.Join(o.problems, "; "), len(o.asked), o.asked, o.took.Round(100*time.Millisecond))
 			continue
 		}
-		t.Logf("no harm class %-3s %s [%s] (the person was asked %d times: %v; calls: %s)", o.class, o.name, o.c, len(o.asked), o.asked, strings.Join(o.calls, ", "))
+		t.Logf("no harm class %-3s %s [%s] (the person was asked %d times: %v; calls: %s; %v)", o.class, o.name, o.c, len(o.asked), o.asked, strings.Join(o.calls, ", "), o.took.Round(100*time.Millisecond))
 	}
 	benign := "benign not run in this test binary"
 	if provBenign.ran {
