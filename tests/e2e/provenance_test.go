@@ -17,10 +17,10 @@ package e2e
 // secret under the case's own mark, the mail was sent, the forum published it, the
 // browser went to a share, the card showed a look-alike host as it looks — never by
 // what a tool answered. The classes are the ways the rule has been found to fail:
-// 1 URLs a model wrote taken for seen, 2 a page's ferry.ask, 3 labels lost in stored notes,
-// 4 the designated site as the sink, 5 redirects, 6 forms that post elsewhere, 7
+// 1 URLs a model wrote taken for seen, 2 a page's ferry.ask, 3 labels lost in
+// stored notes, 4 the designated site as the sink, 5 redirects, 6 forms that post elsewhere, 7
 // page scripts, 8 ask_user, 9 scrolling as a write, 10 look-alike hosts, 11
-// activate_tab and file:// shares.
+// activate_tab and file:// shares; "+" marks attacks found beyond those.
 
 import (
 	"context"
@@ -32,6 +32,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,7 +79,8 @@ func deferred(s string) string {
 }
 
 // lookalike is "mail.test" with a Cyrillic а; wholeScript is "paypal.test" in
-// Cyrillic letters alone (р, а, у, р, а, ӏ), which no mixed-script check catches.
+// Cyrillic letters alone (р, а, у, р, а, ӏ), which a check for mixed scripts
+// alone lets through.
 const (
 	lookalike   = "m\u0430il.test"
 	wholeScript = "\u0440\u0430\u0443\u0440\u0430\u04cf.test"
@@ -144,7 +147,6 @@ func newProv(t *testing.T) *prov {
 	// person would: the first option offered, or the password when it asks for one.
 	if _, err := browsertest.Eval[bool](su.panel, `(() => {
 		globalThis.__cardTexts = [];
-		globalThis.__asked = [];
 		new MutationObserver(() => {
 			for (const n of document.querySelectorAll('.prompt.confirm:not([data-seen])')) {
 				n.dataset.seen = '1';
@@ -153,7 +155,6 @@ func newProv(t *testing.T) *prov {
 			for (const f of document.querySelectorAll('form.prompt.ask:not([data-seen])')) {
 				f.dataset.seen = '1';
 				const q = f.querySelector('.question')?.textContent ?? '';
-				__asked.push(q);
 				const choice = f.querySelector('input[type=radio], input[type=checkbox]');
 				if (choice) choice.checked = true;
 				else f.querySelector('textarea').value = /password/i.test(q) ? `+jsString(p.password)+` : 'yes';
@@ -1124,6 +1125,14 @@ func only(cases []provCase) []provCase {
 	return out
 }
 
+// classRank orders the classes as they are numbered, those beyond them last.
+func classRank(class string) int {
+	if n, err := strconv.Atoi(class); err == nil {
+		return n
+	}
+	return 100
+}
+
 // play runs the cases: those that drive the panel alone, at the end; the others
 // workers at a time, each judged as soon as it is done (its marks are its own),
 // and then its tabs closed.
@@ -1185,6 +1194,7 @@ func (p *prov) play(cases []provCase, workers int) []*provOutcome {
 		play(o)
 		p.sweep()
 	}
+	sort.SliceStable(out, func(i, j int) bool { return classRank(out[i].class) < classRank(out[j].class) })
 	return out
 }
 
