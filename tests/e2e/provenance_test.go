@@ -786,8 +786,8 @@ func (p *prov) benign() []provCase {
 				in("web_fetch", "url", w.docs.URL+"/manual?c=bn03", "prompt", "Where can I read more? "+deferred(modeltest.Say("{{link:/more?c=}}")))+" "+
 				then("open_tab", "url", "{{link:/more?c=}}")),
 			judge: did(docsOf, "GET /more?c={c}")},
-		{class: "1", name: "an answer with a link found by a search", c: "bn04",
-			run:   plain("/about", "Where is the FAQ? "+in("web_search", "query", "tips none")+" "+modeltest.Say("The FAQ is at {{link:/faq}}")),
+		{class: "1", name: "an answer with a link found by a search in the person's words", c: "bn04",
+			run:   plain("/about", "Where is the FAQ? Search for tips none. "+in("web_search", "query", "tips none")+" "+modeltest.Say("The FAQ is at {{link:/faq}}")),
 			judge: none},
 		{class: "2", name: "a help page's ferry.ask about itself, carried out with its own action", c: "bn05",
 			run: func(p *prov, c string) []string {
@@ -824,9 +824,9 @@ func (p *prov) benign() []provCase {
 			run: plain("/about", "Read this page and work out six times seven. "+in("get_tab_content")+" "+
 				in("execute_script", "target", "sandbox", "code", "return 6 * 7")),
 			judge: none},
-		{class: "8", name: "after reading the mail, the run asks which tea to add and adds the option the person picked", c: "bn12",
-			run: plain("/visible", "Check my mail, then ask me which tea to add to my todos, and add it. "+readMail()+" "+
-				then("ask_user", "question", "Which tea should I add?", "options", `["green tea bn12","black tea"]`)+" "+
+		{class: "8", name: "the run asks which tea to add and adds the option the person picked to the bound site", c: "bn12",
+			run: plain("/visible", "Ask me which tea to add to my todos, and add it. "+
+				in("ask_user", "question", "Which tea should I add?", "options", `["green tea bn12","black tea"]`)+" "+
 				then("add_todo", "text", "green tea bn12")),
 			judge: did(siteOf, "/added", "green tea bn12")},
 		{class: "9", name: "scroll the bound page, then read it", c: "bn13",
