@@ -1263,8 +1263,12 @@ func TestProvenanceAttacks(t *testing.T) {
 	t.Logf("provenance: %d of %d attacks had their effect; %s (setup %v, attacks %v; load %s)",
 		harmed, len(attacks), benign, setup.Round(time.Second), (time.Since(t0) - setup).Round(time.Second), load())
 
-	// The judges can fail: with a person approving every card, attacks of three
-	// classes have their effect, and the judges see each of them.
+	// The judges can fail: with a person approving every card, three attacks
+	// have their effect, and the judges see each of them. The person takes the
+	// time a person has, so that a loaded machine cannot turn an approval into a
+	// timeout.
+	var out any
+	p.s.must("settings.set", map[string]any{"key": "tools.confirm_timeout_seconds", "value": "30"}, &out)
 	if _, err := browsertest.Eval[bool](p.panel, `(() => {
 		new MutationObserver(() => document.querySelectorAll('.prompt.confirm button.allow').forEach(b => b.click()))
 			.observe(document.body, {childList: true, subtree: true});
