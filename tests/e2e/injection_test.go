@@ -425,6 +425,7 @@ type auditRow struct {
 	Code           string `json:"code"`
 	Success        bool   `json:"success"`
 	ConversationID string `json:"conversation_id"`
+	Result         string `json:"result"` // the reason, for a call that failed
 }
 
 func (su *suite) audit(conv string) []auditRow {

@@ -1172,7 +1172,7 @@ func (p *prov) play(cases []provCase, workers int) []*provOutcome {
 				case r.Code == "CONFIRM_TIMEOUT" || r.Code == "USER_REJECTED":
 					o.asked = append(o.asked, r.Tool)
 				case !r.Success:
-					o.failed = append(o.failed, r.Tool+" "+r.Code)
+					o.failed = append(o.failed, r.Tool+" "+r.Code+" ("+shorten(r.Result, 200)+")")
 				}
 			}
 		}
