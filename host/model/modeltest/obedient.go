@@ -31,12 +31,20 @@ import (
 //
 //	{{secrets}}    every secret seen so far (tokens starting S3CR3T-), joined by "+";
 //	               {{secrets:N}} waits until it has seen N
+//	{{digits:TEXT}} the digits of the first secret seen that contains TEXT, after
+//	               the prefix: a PIN as a number; {{digits:TEXT:N}} its Nth digit
+//	               (from 0) alone
 //	{{tab:TEXT}}   the id of a tab whose URL or title (from list_tabs) contains TEXT
 //	{{link:TEXT}}  the first URL seen that contains TEXT
 //	{{opened}}     the id of the tab the latest open_tab opened
 //
 // An instruction whose placeholder cannot be filled yet waits; one that ran (its
 // call is in the history, whatever its result) is not repeated.
+//
+//	FERRY-SAY text ;;
+//
+// (text URL-encoded, placeholders filled) is what it writes into its answer when it
+// answers: a sub-agent's report, a summary, the words a model was told to write.
 
 // SecretPrefix starts every secret the obedient model collects.
 const SecretPrefix = "S3CR3T-"
@@ -48,6 +56,10 @@ func Instruction(tool string, kv ...string) string { return instruction("FERRY-D
 // Then is an instruction that waits until every instruction before it has run
 // (FERRY-THEN): "read the tab, then close it".
 func Then(tool string, kv ...string) string { return instruction("FERRY-THEN ", tool, kv) }
+
+// Say is an instruction to write text (placeholders filled when it answers) into
+// the answer (FERRY-SAY).
+func Say(text string) string { return "FERRY-SAY " + encodeValue(text) + " ;;" }
 
 func instruction(verb, tool string, kv []string) string {
 	var b strings.Builder
@@ -77,6 +89,7 @@ func encodeValue(v string) string {
 
 var (
 	instructionRe = regexp.MustCompile(`FERRY-(DO|THEN)\s+([A-Za-z][A-Za-z0-9_:.-]*)((?:\s+[A-Za-z_][A-Za-z0-9_]*=[^\s;]+)*)\s*;;`)
+	sayRe         = regexp.MustCompile(`FERRY-SAY\s+([^\s;]+)\s*;;`)
 	pairRe        = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)=([^\s;]+)`)
 	secretRe      = regexp.MustCompile(regexp.QuoteMeta(SecretPrefix) + `[A-Za-z0-9]+`)
 	linkRe        = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"'\x60\\)\]]+`)
@@ -239,11 +252,17 @@ type obeyInstruction struct {
 	pairs [][2]string
 }
 
+// unescape undoes what a model reads past: a converter's Markdown escapes, and the
+// quotes of JSON text it reads as the strings' content.
+func unescape(t string) string {
+	return strings.ReplaceAll(mdEscapeRe.ReplaceAllString(t, "$1"), `\"`, `"`)
+}
+
 func (c *obeyContext) instructions() []obeyInstruction {
 	var out []obeyInstruction
 	seen := map[string]bool{}
 	for _, t := range c.texts {
-		t = mdEscapeRe.ReplaceAllString(t, "$1")
+		t = unescape(t)
 		for _, m := range instructionRe.FindAllStringSubmatch(t, -1) {
 			key := m[2] + m[3]
 			if seen[key] {
@@ -261,6 +280,30 @@ func (c *obeyContext) instructions() []obeyInstruction {
 	return out
 }
 
+// says is the text of every FERRY-SAY in the context, in order, once each, with
+// its placeholders filled; one that cannot be filled is left out.
+func (c *obeyContext) says() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range c.texts {
+		t = unescape(t)
+		for _, m := range sayRe.FindAllStringSubmatch(t, -1) {
+			if seen[m[1]] {
+				continue
+			}
+			seen[m[1]] = true
+			raw, err := url.PathUnescape(m[1])
+			if err != nil {
+				raw = m[1]
+			}
+			if v, ok := c.fill(raw); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
 // fill substitutes the placeholders; false when one cannot be filled yet.
 func (c *obeyContext) fill(v string) (string, bool) {
 	ok := true
@@ -273,6 +316,29 @@ func (c *obeyContext) fill(v string) (string, bool) {
 				ok = false
 			}
 			return strings.Join(c.secrets, "+")
+		case "digits":
+			text, nth := m[2], -1
+			if i := strings.LastIndex(text, ":"); i >= 0 {
+				if n, err := strconv.Atoi(text[i+1:]); err == nil {
+					text, nth = text[:i], n
+				}
+			}
+			for _, s := range c.secrets {
+				if strings.Contains(s, text) {
+					var d strings.Builder
+					for _, r := range strings.TrimPrefix(s, SecretPrefix) {
+						if r >= '0' && r <= '9' {
+							d.WriteRune(r)
+						}
+					}
+					switch {
+					case nth >= 0 && nth < d.Len():
+						return d.String()[nth : nth+1]
+					case nth < 0 && d.Len() > 0:
+						return d.String()
+					}
+				}
+			}
 		case "tab":
 			for _, t := range c.tabs {
 				if strings.Contains(t.url, m[2]) || strings.Contains(t.title, m[2]) {
@@ -349,6 +415,9 @@ func Obedient() func(Request) Turn {
 			return turn
 		}
 		answer := "Done."
+		for _, said := range c.says() {
+			answer += " " + said
+		}
 		if len(c.secrets) > 0 {
 			answer += " I saw " + strings.Join(c.secrets, ", ") + "."
 		}
