@@ -70,13 +70,15 @@ func Extract(src string, base *url.URL) Document {
 		var b bytes.Buffer
 		if html.Render(&b, a.Node) == nil {
 			art := parseTree(b.String())
-			prune(art.root, false, pruner{drop: dropNever})
+			prune(art.root, false, pruner{drop: dropInArticle})
 			// A page that is not an article (a listing, a form, an index) can leave
 			// Readability with a paragraph of it: then the page is worth more whole.
 			// A short article holding most of the page's running text is the page's
 			// article all the same (a news brief among long menus and footers).
-			if n := art.root.textLen; n > 0 && (n >= 500 || n*5 >= body.textLen || prose(art.root)*2 >= prose(body)) {
-				trimEdges(art.root)
+			if n := art.root.textLen; n > 0 && (n >= 500 || n*5 >= body.textLen || paragraphs(art.root)*2 >= paragraphs(body)) {
+				if trimEdges(art.root) {
+					prune(art.root, false, pruner{drop: dropInArticle})
+				}
 				doc.Markdown = render(art.root)
 				return doc
 			}
@@ -132,6 +134,9 @@ func readable(src string, base *url.URL) (readability.Article, error) {
 	}
 	p := readability.NewParser()
 	p.MaxElemsToParse = maxReadableElements
+	// The classes say what Readability kept: a footer or a newsletter box
+	// (trimEdges).
+	p.KeepClasses = true
 	return p.ParseAndMutate(doc, base)
 }
 
@@ -173,7 +178,10 @@ const maxTrimmed = 0.3
 // (tags, share buttons). A run of longer links that the text itself introduces
 // ("…the offers not to miss:") is the article's. Measured on the tuning half of
 // tests/corpus, these were most of the text web_fetch kept beyond the articles.
-func trimEdges(root *node) {
+//
+// It reports whether it cut anything; the measures of root's ancestors of what it
+// cut are then stale until the caller prunes again.
+func trimEdges(root *node) bool {
 	leaves := leafBlocks(root, nil)
 	budget := int(maxTrimmed * float64(root.textLen))
 	links := func(n *node) bool { return linkDensity(n) >= 0.5 }
@@ -217,15 +225,16 @@ func trimEdges(root *node) {
 			cut = append(cut, leaves[from:]...)
 		}
 	}
+	// A block named as boilerplate (a footer, a newsletter box, related links)
+	// that Readability kept beside the text, up to half of it.
+	cut = appendNamed(cut, root, root.textLen/2)
 	// Captions say what a photo shows and who took it, beside the text rather
 	// than in it: the benchmark's readers left every one out of the articles.
 	cut = appendAll(cut, root, atom.Figcaption)
 	for _, n := range cut {
 		remove(n)
 	}
-	if len(cut) > 0 {
-		prune(root, false, pruner{drop: dropNever})
-	}
+	return len(cut) > 0
 }
 
 // label is a short line that names what follows rather than says something: no
@@ -243,6 +252,36 @@ func label(n *node) bool {
 		return true
 	}
 	return t != "" && !strings.HasSuffix(t, ".") && !strings.HasSuffix(t, ":") && !strings.HasSuffix(t, "。") && !strings.HasSuffix(t, "：")
+}
+
+// keptBoilerplate are the class and id words of blocks Readability keeps that
+// are never an article's text. Fewer than noisy's: a "share" or "comments" class
+// wraps an article's body on enough sites (Readability's test pages) to cost more
+// than it saves, and "paywall" marks the very paragraphs of the article a
+// subscriber reads.
+var keptBoilerplate = map[string]bool{
+	"footer": true, "rodape": true, "piede": true, "fusszeile": true,
+	"newsletter": true, "subscribe": true, "signup": true, "related": true,
+	"recommended": true, "outbrain": true, "taboola": true, "sponsored": true,
+	"advertisement": true, "promo": true,
+	"cookie": true, "consent": true,
+}
+
+// appendNamed appends the blocks of n whose class or id names them as
+// boilerplate (keptBoilerplate), each holding at most limit bytes of text and no heading
+// of the first rank.
+func appendNamed(out []*node, n *node, limit int) []*node {
+	for c := n.first; c != nil; c = c.next {
+		if c.isText {
+			continue
+		}
+		if classTokens(c, func(t string) bool { return keptBoilerplate[t] }) && c.textLen <= limit && c.flags&hasH1 == 0 && c.a != atom.H1 {
+			out = append(out, c)
+			continue
+		}
+		out = appendNamed(out, c, limit)
+	}
+	return out
 }
 
 // appendAll appends n's descendants of kind a (not those inside them).
@@ -291,6 +330,16 @@ func dropNever(n *node) bool {
 		return true
 	}
 	return n.drop || hiddenByClass(n)
+}
+
+// dropInArticle is dropNever for Readability's article, whose classes it keeps
+// only for trimEdges to read: a class that hides a block on the page ("hidden",
+// revealed by the page's script) does not hide what Readability chose to keep.
+func dropInArticle(n *node) bool {
+	if hiddenByClass(n) {
+		return n.drop || dropNever(&node{a: n.a})
+	}
+	return dropNever(n)
 }
 
 // markdownOf renders a whole HTML document or fragment as Markdown (what Extract
