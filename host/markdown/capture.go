@@ -178,6 +178,9 @@ func ConvertCapture(src, selector string) Capture {
 				out.Main = sel
 			}
 			roots, sel, out.Share = []*node{n}, rootSelector([]*node{n}, body), 1
+			if h := titleBefore(body, n); h != nil {
+				roots = []*node{h, n}
+			}
 			if n != body {
 				out.Why = ""
 			}
@@ -358,13 +361,13 @@ func markable(sel string) string {
 	return sel
 }
 
-// markedBlock lists the blocks that get a mark line of their own; other blocks are
-// reached through their headings, paragraphs and controls.
+// markedBlock lists the blocks that get a mark line of their own: the regions a
+// call can be narrowed to and the forms and tables it acts on. Lists, figures,
+// quotes and code are reached through the region or heading they sit under.
 func markedBlock(a atom.Atom) bool {
 	switch a {
 	case atom.Section, atom.Article, atom.Main, atom.Nav, atom.Aside, atom.Header,
-		atom.Footer, atom.Form, atom.Table, atom.Ul, atom.Ol, atom.Dl, atom.Figure,
-		atom.Fieldset, atom.Details, atom.Dialog, atom.Blockquote, atom.Pre:
+		atom.Footer, atom.Form, atom.Table, atom.Fieldset, atom.Details, atom.Dialog:
 		return true
 	}
 	return false
@@ -459,9 +462,10 @@ func (r *renderer) walkCapture(n *node) bool {
 		}
 		return true
 	case atom.P:
+		// A paragraph is read, not acted on: its mark cost more tokens than any
+		// call it served (the headings and the blocks around it are marked).
 		r.flush()
 		r.walkChildren(n)
-		r.trailMark(sel)
 		r.flush()
 		return true
 	case atom.A:
@@ -578,7 +582,18 @@ func (r *renderer) link(n *node, x *nodeX, sel string) {
 		r.inl = append(r.inl, href...)
 		r.inl = append(r.inl, ')')
 	}
+	if followable(href) {
+		// The target is the action: opening it needs no selector.
+		return
+	}
 	r.appendMark(sel)
+}
+
+// followable says whether a link's target leads to another page, which opening
+// the target reaches; a link without one, or to a place in this page, acts
+// through the page's script and is clicked by its selector.
+func followable(href string) bool {
+	return href != "" && !strings.HasPrefix(href, "#")
 }
 
 // linkTarget is a link's target as written in Markdown: javascript: and data: URLs

@@ -122,6 +122,9 @@ func readable(src string, base *url.URL) (readability.Article, error) {
 			default:
 				flush()
 				nodes++
+				if c.Type == html.ElementNode {
+					namesFromSel(c)
+				}
 				strip(c)
 			}
 			c = next
@@ -307,6 +310,52 @@ func remove(n *node) {
 		prev = c
 	}
 	unlink(p, prev, n, nil)
+}
+
+// namesFromSel gives an element of a capture, which carries no class or id
+// attribute, the id and classes its selector names (the last step of sel:
+// "#footer", "div.newsletter"), so that Readability weighs a capture by the names
+// it weighs a page by. A page's own class and id stay.
+func namesFromSel(n *html.Node) {
+	var sel string
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "class", "id":
+			return
+		case CaptureSelectorAttr, CaptureSelectorAttrLong:
+			sel = a.Val
+		}
+	}
+	if sel == "" {
+		return
+	}
+	if i := strings.LastIndexAny(sel, " >"); i >= 0 {
+		sel = sel[i+1:]
+	}
+	if i := strings.IndexAny(sel, "[:"); i >= 0 {
+		sel = sel[:i]
+	}
+	var id string
+	var classes []string
+	for sel != "" {
+		j := strings.IndexAny(sel[1:], "#.") + 1
+		if j == 0 {
+			j = len(sel)
+		}
+		switch part := sel[:j]; part[0] {
+		case '#':
+			id = part[1:]
+		case '.':
+			classes = append(classes, part[1:])
+		}
+		sel = sel[j:]
+	}
+	if id != "" {
+		n.Attr = append(n.Attr, html.Attribute{Key: "id", Val: id})
+	}
+	if len(classes) > 0 {
+		n.Attr = append(n.Attr, html.Attribute{Key: "class", Val: strings.Join(classes, " ")})
+	}
 }
 
 var errTooLarge = errors.New("too many nodes for Readability")

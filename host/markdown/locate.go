@@ -91,9 +91,33 @@ func locateArticle(src string, body *node) *node {
 	return n
 }
 
+// titleBefore is the article's own heading when the located block does not hold
+// it: Readability takes the title out of its article, and the agent reads a page
+// by its headings. It is an <h1> just before n or before the block n opens (its
+// parent's, when n is the parent's first block): one a page's header holds far
+// away is the site's, not the article's, and the result's title says it anyway.
+func titleBefore(body, n *node) *node {
+	if n.a == atom.H1 || findFirst(n, func(c *node) bool { return c.a == atom.H1 }) != nil {
+		return nil
+	}
+	for k := 0; k < 2 && n != nil && n != body; k++ {
+		for s := n.parent.first; s != nil && s != n; s = s.next {
+			if s.a == atom.H1 && nextElement(s) == n {
+				return s
+			}
+		}
+		n = n.parent
+	}
+	return nil
+}
+
+// locateShare is the part of Readability's article the located block must hold.
+const locateShare = 0.9
+
 // trimUnmatched takes out of the located block what holds text but none that
-// Readability kept (a share bar, a teaser, a newsletter box between paragraphs),
-// keeping headings and the form controls the agent may act on.
+// Readability kept and whose class or id names it as boilerplate (a share bar, a
+// newsletter box between paragraphs), keeping the form controls the agent may
+// act on.
 func trimUnmatched(n *node, matched map[*node]int) {
 	var prev *node
 	for c := n.first; c != nil; {
@@ -122,6 +146,3 @@ func actionable(n *node) bool {
 	}
 	return false
 }
-
-// locateShare is the part of Readability's article the located block must hold.
-const locateShare = 0.9
