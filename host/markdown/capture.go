@@ -224,7 +224,14 @@ func (b *builder) ext(n *node) *nodeX {
 func setCaptureAttr[T string | []byte](b *builder, n *node, k, v T) {
 	switch string(k) {
 	case CaptureSelectorAttr, CaptureSelectorAttrLong:
-		b.ext(n).sel = b.resolveSel(strings.TrimSpace(string(v)))
+		x := b.ext(n)
+		x.sel = b.resolveSel(strings.TrimSpace(string(v)))
+		// A capture carries no class or id attribute; its selector names them,
+		// and the choice of the main region reads them (a "#footer", a
+		// ".newsletter" is boilerplate).
+		if n.class == "" && n.id == "" {
+			n.id, n.class = selNames(x.sel)
+		}
 	case "href":
 		b.ext(n).href = strings.TrimSpace(string(v))
 	case "src":

@@ -329,14 +329,25 @@ func namesFromSel(n *html.Node) {
 	if sel == "" {
 		return
 	}
+	id, classes := selNames(sel)
+	if id != "" {
+		n.Attr = append(n.Attr, html.Attribute{Key: "id", Val: id})
+	}
+	if classes != "" {
+		n.Attr = append(n.Attr, html.Attribute{Key: "class", Val: classes})
+	}
+}
+
+// selNames reads the id and the classes (space-separated) that the last step of a
+// CSS selector names: "#footer", "div.newsletter.box", "#m > .s2".
+func selNames(sel string) (id, classes string) {
 	if i := strings.LastIndexAny(sel, " >"); i >= 0 {
 		sel = sel[i+1:]
 	}
 	if i := strings.IndexAny(sel, "[:"); i >= 0 {
 		sel = sel[:i]
 	}
-	var id string
-	var classes []string
+	var cs []string
 	for sel != "" {
 		j := strings.IndexAny(sel[1:], "#.") + 1
 		if j == 0 {
@@ -346,16 +357,11 @@ func namesFromSel(n *html.Node) {
 		case '#':
 			id = part[1:]
 		case '.':
-			classes = append(classes, part[1:])
+			cs = append(cs, part[1:])
 		}
 		sel = sel[j:]
 	}
-	if id != "" {
-		n.Attr = append(n.Attr, html.Attribute{Key: "id", Val: id})
-	}
-	if len(classes) > 0 {
-		n.Attr = append(n.Attr, html.Attribute{Key: "class", Val: strings.Join(classes, " ")})
-	}
+	return id, strings.Join(cs, " ")
 }
 
 var errTooLarge = errors.New("too many nodes for Readability")

@@ -111,7 +111,8 @@ func TestReadHeldOutBench(t *testing.T) {
 		d := time.Since(t0)
 		if err != nil {
 			t.Logf("%.7s get_tab_content FAILED: %v", p.Name, err)
-			add("get_tab_content", p.Set, row{name: p.Name})
+			// Nothing read: recall 0 on this page.
+			add("get_tab_content", p.Set, row{name: p.Name, s: corpus.ShingleScore(p.Truth, "")})
 			call("close_tab", map[string]any{"tab_id": tab})
 			tab = newTab()
 		} else {
@@ -128,7 +129,7 @@ func TestReadHeldOutBench(t *testing.T) {
 		d = time.Since(t0)
 		if err != nil {
 			t.Logf("%.7s web_fetch FAILED: %v", p.Name, err)
-			add("web_fetch", p.Set, row{name: p.Name})
+			add("web_fetch", p.Set, row{name: p.Name, s: corpus.ShingleScore(p.Truth, "")})
 			continue
 		}
 		content, _ := res["content"].(string)
