@@ -65,8 +65,8 @@ const contentTimeout = 3 * time.Minute
 const contentDescription = "Read a tab's page as rendered (dynamic content, open shadow roots and same-origin frames in; hidden elements out) " +
 	"as Markdown; web_fetch makes a new request instead. Without selector, the main content is read (used_selector names it); " +
 	"when that pick is unclear the whole page comes back, with main_selector and a note on narrowing. " +
-	"A ⟨selector⟩ mark addresses what it ends: a heading or paragraph line (\"## Pricing ⟨#pricing⟩\"), " +
-	"the link or control before it (\"[Buy](/buy)⟨#buy⟩\"); alone on a line, the block below."
+	"A ⟨selector⟩ mark addresses what it ends: a heading line (\"## Pricing ⟨#pricing⟩\"), " +
+	"the control, or the link without a target of its own, before it (\"[Buy](#)⟨#buy⟩\"); alone on a line, the region, form or table below."
 
 func (d Deps) getTabContent() tools.Tool {
 	return tools.Tool{

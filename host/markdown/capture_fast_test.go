@@ -12,9 +12,9 @@ import (
 // An unknown element's end tag ends its selector scope: a relative selector
 // after it is relative to the enclosing element again.
 func TestCaptureUnknownElementEndsSelScope(t *testing.T) {
-	c := ConvertCapture(`<body><div sel='#a'><x-y sel='>x-y'><p>in</p></x-y><ul sel='>ul'><li>one</li></ul></div></body>`, "body")
-	if !strings.Contains(c.Markdown, "⟨#a > ul⟩") {
-		t.Fatalf("want the list marked #a > ul:\n%s", c.Markdown)
+	c := ConvertCapture(`<body><div sel='#a'><x-y sel='>x-y'><p>in</p></x-y><table sel='>table'><tr><td>one</td></tr></table></div></body>`, "body")
+	if !strings.Contains(c.Markdown, "⟨#a > table⟩") {
+		t.Fatalf("want the table marked #a > table:\n%s", c.Markdown)
 	}
 }
 

@@ -122,12 +122,14 @@ var noiseTokens = map[string]bool{
 	"banner": true, "comments": true, "comment": true, "disqus": true, "toc": true,
 	"skip": true, "pagination": true, "pager": true, "widget": true, "signup": true,
 	"login": true, "outbrain": true, "taboola": true, "paywall": true, "toolbar": true,
+	// Portuguese, Italian, German and French names of a footer.
+	"rodape": true, "piede": true, "fusszeile": true, "pied": true,
 }
 
 // noiseSubstrings catch the same words inside compound names ("cookieBanner",
 // "newsletterSignup") where they cannot be mistaken for anything else.
 var noiseSubstrings = []string{"cookie", "advert", "sponsor", "taboola", "outbrain",
-	"newsletter", "sidebar", "consent", "breadcrumb", "adsbygoogle", "social"}
+	"newsletter", "sidebar", "consent", "breadcrumb", "adsbygoogle", "social", "rodape"}
 
 var positiveTokens = map[string]bool{
 	"article": true, "body": true, "content": true, "entry": true, "main": true,
@@ -307,6 +309,9 @@ func prune(n *node, inContent bool, p pruner) {
 		}
 		if isBlock(c.a) {
 			n.flags |= hasBlockChild
+			if c.a != atom.Br {
+				n.flags |= hasSolidBlock
+			}
 		}
 		prev, c = c, next
 	}
@@ -428,11 +433,18 @@ func grow(c choice, body *node, all int, of func([]*node, float64) choice) choic
 }
 
 // prose is the length of the text of n's paragraphs: blocks of running text (not
-// lists of links, not headings), which is what an article is made of.
-func prose(n *node) int {
+// lists of links, not headings), which is what an article is made of, and the text
+// written straight into n beside its blocks (an article of text and <br>s around a
+// figure), which is a paragraph too.
+func prose(n *node) int { return proseOf(n, true) }
+
+// paragraphs is prose without the loose text: only blocks of running text.
+func paragraphs(n *node) int { return proseOf(n, false) }
+
+func proseOf(n *node, withLoose bool) int {
 	sum := 0
 	for c := n.first; c != nil; c = c.next {
-		if c.isText {
+		if c.isText || !isBlock(c.a) && !isHeading(c.a) && !paragraphLike(c) {
 			continue
 		}
 		if paragraphLike(c) {
@@ -441,9 +453,36 @@ func prose(n *node) int {
 			}
 			continue
 		}
-		sum += prose(c)
+		sum += proseOf(c, withLoose)
+	}
+	if !withLoose {
+		return sum
+	}
+	if l, _, links := loose(n); l >= 25 && links*2 < l {
+		sum += l
 	}
 	return sum
+}
+
+// loose measures the text of n that no block child holds: its text nodes and
+// inline elements (length, commas, link text).
+func loose(n *node) (length, commas, links int) {
+	if n.flags&hasSolidBlock == 0 {
+		return 0, 0, 0 // n is a paragraph itself, measured whole
+	}
+	for c := n.first; c != nil; c = c.next {
+		switch {
+		case c.isText:
+			l, cm := textStats(c.text)
+			length += l
+			commas += cm
+		case !isBlock(c.a) && !isHeading(c.a) && !paragraphLike(c):
+			length += c.textLen
+			commas += c.commas
+			links += c.linkLen
+		}
+	}
+	return length, commas, links
 }
 
 func largest(ns []*node) *node {
@@ -488,8 +527,9 @@ func paragraphLike(n *node) bool {
 	case atom.P, atom.Pre, atom.Td, atom.Blockquote, atom.Dd:
 		return true
 	case atom.Div, atom.Section, atom.Span, 0:
-		// Text written straight into a div is a paragraph in all but name.
-		return n.flags&hasBlockChild == 0
+		// Text written straight into a div is a paragraph in all but name, lines
+		// broken with <br> or not.
+		return n.flags&hasSolidBlock == 0
 	}
 	return false
 }
@@ -538,6 +578,17 @@ func scoreMain(body *node) (keep, cands []*node) {
 		}
 		n.score += float32(s)
 	}
+	// give scores a paragraph's points to its container p, half to the block
+	// above and a third to the one above that.
+	give := func(p *node, s float64) {
+		add(p, s)
+		if p != body && p.parent != nil {
+			add(p.parent, s/2)
+			if p.parent != body && p.parent.parent != nil {
+				add(p.parent.parent, s/3)
+			}
+		}
+	}
 	var walk func(*node)
 	walk = func(n *node) {
 		for c := n.first; c != nil; c = c.next {
@@ -545,15 +596,11 @@ func scoreMain(body *node) (keep, cands []*node) {
 				continue
 			}
 			if paragraphLike(c) && c.textLen >= 25 {
-				s := 1 + float64(c.commas) + min(float64(c.textLen)/100, 3)
-				p := c.parent
-				add(p, s)
-				if p != body && p.parent != nil {
-					add(p.parent, s/2)
-					if p.parent != body && p.parent.parent != nil {
-						add(p.parent.parent, s/3)
-					}
-				}
+				give(c.parent, 1+float64(c.commas)+min(float64(c.textLen)/100, 3))
+			} else if l, cm, links := loose(c); l >= 25 && links*2 < l {
+				// Text straight in a block beside other blocks: a paragraph of
+				// the block, as Readability wraps it in a <p> of its own.
+				give(c, 1+float64(cm)+min(float64(l)/100, 3))
 			}
 			walk(c)
 		}

@@ -51,3 +51,22 @@ func TestUntracked(t *testing.T) {
 		}
 	}
 }
+
+// A capture carries no class or id: the names its selectors give are read as a
+// page's would be, so a footer longer than the article is not the main content.
+func TestCaptureNamesFromSelectors(t *testing.T) {
+	article := `<div sel='#story'>` + prosePara("harbour", 6) + `</div>`
+	footer := `<div sel='#footer'>` + prosePara("legal", 4) + `</div>`
+	c := ConvertCapture(`<body>`+article+footer+`</body>`, "")
+	if strings.Contains(c.Markdown, "legal crossing") || !strings.Contains(c.Markdown, "harbour crossing") {
+		t.Errorf("selector %q main %q:\n%s", c.Selector, c.Main, c.Markdown)
+	}
+	for sel, want := range map[string][2]string{
+		"#footer": {"footer", ""}, "div.newsletter.box": {"", "newsletter box"}, "#m > .s2": {"", "s2"},
+		"main > p:nth-of-type(2)": {"", ""}, "a#x.y[href]": {"x", "y"},
+	} {
+		if id, cls := selNames(sel); id != want[0] || cls != want[1] {
+			t.Errorf("selNames(%q) = %q, %q; want %q, %q", sel, id, cls, want[0], want[1])
+		}
+	}
+}

@@ -46,6 +46,9 @@ const (
 	hasMainOrArticle uint8 = 1 << iota
 	hasH1
 	hasBlockChild
+	// hasSolidBlock: a block child other than <br>; a div of text between <br>s is
+	// still a paragraph.
+	hasSolidBlock
 )
 
 // maxDepth bounds the tree so that hostile nesting cannot make the recursive passes

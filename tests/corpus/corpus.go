@@ -84,7 +84,13 @@ func Pages() ([]Page, error) {
 }
 
 // Text is the text an HTML fragment shows: its text nodes, scripts and styles left out.
-func Text(h []byte) string {
+func Text(h []byte) string { return text(h, false) }
+
+// TextWithoutCaptions is Text without the fragment's <figcaption>s: what web_fetch
+// keeps of an article, which leaves captions out as the benchmark's readers did.
+func TextWithoutCaptions(h []byte) string { return text(h, true) }
+
+func text(h []byte, noCaptions bool) string {
 	z := html.NewTokenizer(bytes.NewReader(h))
 	var b strings.Builder
 	skip := 0
@@ -99,14 +105,14 @@ func Text(h []byte) string {
 			}
 		case html.StartTagToken:
 			name, _ := z.TagName()
-			if a := atom.Lookup(name); a == atom.Script || a == atom.Style {
+			if a := atom.Lookup(name); a == atom.Script || a == atom.Style || noCaptions && a == atom.Figcaption {
 				skip++
 			} else if a == atom.Br || a == atom.P || a == atom.Div || a == atom.Li || a == atom.Td {
 				b.WriteByte(' ')
 			}
 		case html.EndTagToken:
 			name, _ := z.TagName()
-			if a := atom.Lookup(name); (a == atom.Script || a == atom.Style) && skip > 0 {
+			if a := atom.Lookup(name); (a == atom.Script || a == atom.Style || noCaptions && a == atom.Figcaption) && skip > 0 {
 				skip--
 			} else {
 				b.WriteByte(' ')
