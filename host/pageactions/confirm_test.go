@@ -66,6 +66,7 @@ type panelUI struct {
 	mu        sync.Mutex
 	asked     []string
 	withdrawn int
+	gone      chan struct{} // hears each withdrawal, when set
 }
 
 func (p *panelUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, error) {
@@ -79,6 +80,9 @@ func (p *panelUI) Confirm(ctx context.Context, req tools.ConfirmRequest) (bool, 
 	p.mu.Lock()
 	p.withdrawn++
 	p.mu.Unlock()
+	if p.gone != nil {
+		p.gone <- struct{}{}
+	}
 	return false, ctx.Err()
 }
 
@@ -111,7 +115,7 @@ func TestPageConfirmsItsOwnAction(t *testing.T) {
 	ext := &pageExt{doneSeen: make(chan ConfirmDone, 4), confirm: func(ctx context.Context, p ConfirmParams) (ConfirmAnswer, error) {
 		return ConfirmAnswer{Answered: true, Approved: true}, nil
 	}}
-	panel := &panelUI{}
+	panel := &panelUI{gone: make(chan struct{}, 4)}
 	reg, _ := confirmSetup(t, ext, panel)
 	res := reg.Call(context.Background(), &tools.Call{ID: "c1", Tool: "delete_all", TabID: 3, Caller: "model"})
 	if !res.Success {
@@ -123,6 +127,7 @@ func TestPageConfirmsItsOwnAction(t *testing.T) {
 	if d := <-ext.doneSeen; !d.Approved || d.By != "page" || d.CallID != "c1" {
 		t.Fatalf("done = %+v", d)
 	}
+	<-panel.gone // the withdrawal reaches the panel after the answer
 	panel.mu.Lock()
 	defer panel.mu.Unlock()
 	if len(panel.asked) != 1 || panel.withdrawn != 1 {
