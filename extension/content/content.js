@@ -184,7 +184,12 @@
       const go = fire(el, 'keydown', enter);
       fire(el, 'keypress', enter);
       fire(el, 'keyup', enter);
-      if (go && form && typeof form.requestSubmit === 'function') form.requestSubmit();
+      // Enter submits through the form's default button, whose formaction applies, as
+      // the host judged it (form below).
+      if (go && form && typeof form.requestSubmit === 'function') {
+        const button = defaultButton(form);
+        form.requestSubmit(button && !button.disabled ? button : undefined);
+      }
     }
     const sensitive = isSecretField(el);
     // `sensitive` tells the host to keep the typed text out of its audit log and log
@@ -245,6 +250,15 @@
     return { x: Math.round(window.scrollX), y: Math.round(window.scrollY) };
   }
 
+  // The form's default button: its first submit control in tree order.
+  function defaultButton(f) {
+    for (const c of f.elements) {
+      const k = (c.getAttribute('type') || '').toLowerCase();
+      if ((c.localName === 'button' && (k === '' || k === 'submit')) || (c.localName === 'input' && (k === 'submit' || k === 'image'))) return c;
+    }
+    return null;
+  }
+
   // Where the form an element belongs to would send itself: a submit control's
   // formaction, else the form's action, resolved as the browser would. The host
   // holds a typed or clicked value to that destination, not to the page's origin.
@@ -255,7 +269,9 @@
     const tag = el.localName;
     const kind = (el.getAttribute('type') || '').toLowerCase();
     const submitter = (tag === 'button' && (kind === '' || kind === 'submit')) || (tag === 'input' && (kind === 'submit' || kind === 'image'));
-    const raw = (submitter && el.getAttribute('formaction')) || f.getAttribute('action') || '';
+    // A field submits through the form's default button (Enter does), a button itself.
+    const via = submitter ? el : defaultButton(f);
+    const raw = (via && via.getAttribute('formaction')) || f.getAttribute('action') || '';
     let action = '';
     try {
       action = new URL(raw, document.baseURI).href;

@@ -106,6 +106,11 @@ func (d Deps) privateDestination(ctx context.Context, raw string) (what, entry s
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "file":
+		if h := strings.ToLower(u.Hostname()); h != "" && h != "localhost" {
+			// file://server/share is a network share (SMB on Windows): no allowance for
+			// local files reaches it.
+			return "a file share on " + h, "", false
+		}
 		path := u.Path
 		if path == "" {
 			path = "/"
@@ -212,6 +217,11 @@ func (d Deps) assessDestination(ctx context.Context, raw string, out tools.Asses
 		return out, nil
 	}
 	out.Confirm = true
+	if entry == "" {
+		// Nothing in the setting allows it: every such call asks.
+		out.Message = fmt.Sprintf("Open %s? It is %s, not a page of the public web: opening it reaches another machine of your network.", raw, what)
+		return out, nil
+	}
 	out.Message = fmt.Sprintf("Open %s? It is %s, not a page of the public web: what runs there can reach your own machine and network. "+
 		"To open such addresses without being asked, add %s to the setting %s.", raw, what, entry, SettingAllowPrivateHosts)
 	return out, nil

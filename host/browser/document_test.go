@@ -180,6 +180,13 @@ func TestPrivateDestinations(t *testing.T) {
 			t.Errorf("%s allowed by the setting: %+v, asked %d", u, r, len(e.ui.confirms)-before)
 		}
 	}
+	// A file share on another machine is no local file, whatever the setting allows.
+	e.set(SettingAllowPrivateHosts, "file://")
+	before := len(e.ui.confirms)
+	if r := e.call("open_tab", `{"url":"file://server/share/x.html"}`); r.Success || len(e.ui.confirms) != before+1 || !strings.Contains(e.ui.confirms[before].Message, "a file share on server") {
+		t.Errorf("a file share with local files allowed: %+v", r)
+	}
+	e.set(SettingAllowPrivateHosts, "127.0.0.1, *.localhost, 10.0.0.0/8, router.example, file:///home/me/docs/")
 	// localhost is 127.0.0.1, which the setting names; 127.0.0.2 it does not.
 	e.fake.on("browser.page.document", ok(map[string]any{"tab_id": 3, "url": "https://example.com/", "document_id": "D3"}))
 	for _, u := range []string{"http://127.0.0.2/", "file:///home/me/documents/x", "file:///etc/passwd"} {

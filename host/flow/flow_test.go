@@ -363,7 +363,8 @@ func TestDesignation(t *testing.T) {
 			t.Errorf("%s is designated", o)
 		}
 	}
-	if !st.Named["/notes/cmp.md"] || !st.Named["/main.go"] {
+	st.designate("Then overwrite my plan /notes/plan.md. Thanks")
+	if !st.Named["/notes/cmp.md"] || !st.Named["/main.go"] || !st.Named["/notes/plan.md"] {
 		t.Errorf("named paths: %v", st.Named)
 	}
 }

@@ -312,7 +312,7 @@ var (
 	// top-level domain people type (file names like notes.md are not sites).
 	hostRe = regexp.MustCompile(`(?i)(?:^|[\s(\["'])((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|org|net|edu|gov|io|dev|app|ai|co|uk|de|fr|es|it|nl|eu|cn|tw|hk|jp|kr|in|ru|br|ca|au|info|biz|me|tv|xyz|site|online|test|example)(?::\d{1,5})?)(?:$|[\s.,;:!?)\]"'/])`)
 	// A workspace path the person named: a word with a slash or an extension.
-	pathRe = regexp.MustCompile(`(?:^|[\s(\["'\x60])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,8})(?:$|[\s,;:!?)\]"'\x60])`)
+	pathRe = regexp.MustCompile(`(?:^|[\s(\["'\x60])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z0-9]{1,8})(?:$|[\s,;:!?)\]"'\x60]|\.(?:$|\s))`)
 	// Links of Markdown content ([text](url)), absolute or relative.
 	mdLinkRe = regexp.MustCompile(`\]\(([^()\s]+)\)`)
 )
