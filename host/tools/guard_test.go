@@ -181,3 +181,72 @@ func TestForgetRepeats(t *testing.T) {
 		t.Fatalf("after the person let the run go on: %+v", res)
 	}
 }
+
+// Every refusal counts toward the loop guard, not only results of calls that ran: a
+// model asking again and again for what the pipeline keeps refusing (an unknown
+// tool, one outside its scope, bad arguments, a page action the page says is
+// unavailable, a disabled tool) is stopped like any loop, and a refusal whose
+// reason changes is news, never a loop.
+func TestGuardCountsRefusals(t *testing.T) {
+	e := newEnv(t)
+	must(t, e.reg.Register(echo("e")))
+	unavailable := echo("add_task")
+	unavailable.Available = func(ctx context.Context, c *Call) (bool, string) {
+		return false, "the page reports add_task unavailable: sign in first"
+	}
+	must(t, e.reg.Register(unavailable))
+	e.set(SettingRepeatLimit, "3")
+	e.set(SettingDisabled, "disabled_one")
+	disabled := echo("disabled_one")
+	must(t, e.reg.Register(disabled))
+
+	for _, c := range []struct {
+		name  string
+		call  Call
+		first Code
+	}{
+		{"lookup", Call{Tool: "no_such_tool", Arguments: []byte(`{"text":"hi"}`)}, CodeNotFound},
+		{"scope", Call{Tool: "e", Arguments: []byte(`{"text":"hi"}`), Scope: &Scope{PageTab: 7}}, CodeNotFound},
+		{"validation", Call{Tool: "e", Arguments: []byte(`{"n":"x"}`)}, CodeInvalidParams},
+		{"availability", Call{Tool: "add_task", Arguments: []byte(`{"text":"agenda"}`)}, CodeActionUnavailable},
+		{"permission", Call{Tool: "disabled_one", Arguments: []byte(`{"text":"hi"}`)}, CodePermissionDenied},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := "run-" + c.name
+			call := func() Result {
+				cc := c.call
+				cc.RunID, cc.Caller = run, "model"
+				return e.reg.Call(context.Background(), &cc)
+			}
+			for i := 1; i <= 3; i++ {
+				if res := call(); res.Code != c.first {
+					t.Fatalf("refusal %d: %s %s, want %s", i, res.Code, res.Reason, c.first)
+				}
+			}
+			res := call()
+			if res.Code != CodeLoopDetected || !strings.Contains(res.Reason, "refused 3 times in a row") || !strings.Contains(res.Reason, string(c.first)) {
+				t.Fatalf("fourth same refusal: %s %s, want LOOP_DETECTED naming %s", res.Code, res.Reason, c.first)
+			}
+			// The person lets the run go on: counting starts again.
+			e.reg.ForgetRepeats(run)
+			if res := call(); res.Code != c.first {
+				t.Fatalf("after ForgetRepeats: %s %s, want %s", res.Code, res.Reason, c.first)
+			}
+		})
+	}
+
+	// The same call refused for a new reason each time brings news every time.
+	n := 0
+	changing := echo("changing")
+	changing.Available = func(ctx context.Context, c *Call) (bool, string) {
+		n++
+		return false, fmt.Sprintf("still loading (%d%%)", n*10)
+	}
+	must(t, e.reg.Register(changing))
+	for i := 0; i < 8; i++ {
+		res := e.reg.Call(context.Background(), &Call{Tool: "changing", Arguments: []byte(`{"text":"x"}`), RunID: "run-changing", Caller: "model"})
+		if res.Code != CodeActionUnavailable {
+			t.Fatalf("refusal %d with a new reason: %s %s", i, res.Code, res.Reason)
+		}
+	}
+}

@@ -67,6 +67,14 @@ func (r *Registry) Call(ctx context.Context, call *Call) Result {
 	}
 	st := &callState{call: call, start: start}
 	res := r.pipeline(ctx, st)
+	if !st.admitted && !res.Success && res.Code != CodeLoopDetected {
+		// Refused before the loop guard's step: counted all the same (guard.refused).
+		p := st.policy
+		if p == nil {
+			p = r.policy.get(ctx)
+		}
+		res = r.guard.refused(ctx, call, refusedArguments(st), res, p, r.now())
+	}
 	r.observe(ctx, st, &res)
 	r.record(st, res)
 	if st.e != nil && st.e.tool.Finished != nil {
@@ -83,7 +91,9 @@ type callState struct {
 	args      any    // decoded arguments, once they parsed
 	canonical []byte // their canonical JSON, once they validated
 	dangerous bool
-	ran       bool // Run was started
+	ran       bool    // Run was started
+	admitted  bool    // the loop guard let the call through (step 5)
+	policy    *Policy // the policy the steps read, once looked up
 	// effect is what the tool said the call would do, for its gate.
 	effect Effect
 	// lasting and grant: the lasting answer the card offers, and what it does
@@ -133,6 +143,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	st.dangerous = e.tool.Dangerous
 	call.Tool = e.name
 	p := r.policy.get(ctx)
+	st.policy = p
 	// 1b. the caller's scope: a tool outside it is refused before its arguments
 	// are even looked at (a page learns nothing of the host's tools, an outside
 	// agent nothing of a tool it may not use).
@@ -176,6 +187,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	if f != nil {
 		return Result{Code: f.Code, Reason: f.Reason}
 	}
+	st.admitted = true
 	defer func() { adm.done(res, r.now()) }()
 
 	// 6. confirmation: the tool's and the person's policy, the tool's own
@@ -244,6 +256,21 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	call.Taint = taintOf(call)
 	st.ran = true
 	return r.run(ctx, e, call, timeout)
+}
+
+// refusedArguments are the arguments a refused call is counted under: their
+// canonical form when they got that far, else as sent, so that the same request
+// refused again counts as the same call.
+func refusedArguments(st *callState) []byte {
+	if st.canonical != nil {
+		return st.canonical
+	}
+	if args, err := decodeArguments(st.call.Arguments); err == nil {
+		if b, err := marshalNoEscape(args); err == nil {
+			return b
+		}
+	}
+	return bytes.TrimSpace(st.call.Arguments)
 }
 
 // decodeArguments parses the arguments, keeping numbers exact.
