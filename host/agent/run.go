@@ -333,6 +333,9 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", context.Cause(ctx)
 		}
+		if err := r.tokenBudget(ctx); err != nil {
+			return carried.String(), err
+		}
 		offer := r.offer(ctx)
 		req := model.Request{System: r.system(ctx), Messages: r.history, Tools: offer.specs}
 		if err := r.maybeCompact(ctx, &req); err != nil {
@@ -375,12 +378,30 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 			return "", context.Cause(ctx)
 		}
 		if capped {
-			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s)", r.scope.Budget.Limit(), SettingMaxToolCalls)
+			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s); send a message to go on, or raise the cap with `ferry config set %s N` (0: no cap)", r.scope.Budget.Limit(), SettingMaxToolCalls, SettingMaxToolCalls)
 		}
 		if err := r.loopGuard(ctx, calls, results); err != nil {
 			return "", err
 		}
 	}
+}
+
+// tokenBudget stops a run that has used its tokens (agent.max_tokens_per_run)
+// before it asks the model again: every turn resends the whole context, so a run
+// that goes on unseen is where money burns.
+func (r *Run) tokenBudget(ctx context.Context) error {
+	limit := r.m.opts.Settings.Snapshot(ctx).Int(SettingMaxTokensPerRun)
+	if limit <= 0 {
+		return nil
+	}
+	r.mu.Lock()
+	used := r.usage.InputTokens + r.usage.OutputTokens
+	r.mu.Unlock()
+	if used < limit {
+		return nil
+	}
+	return fmt.Errorf("the run used %d tokens, its budget of %d (setting %s), and stopped before asking the model again; "+
+		"send a message to go on, or raise the budget with `ferry config set %s N` (0: no cap)", used, limit, SettingMaxTokensPerRun, SettingMaxTokensPerRun)
 }
 
 // continuePrompt asks a model whose answer was cut at its length limit to go on.
