@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -248,5 +250,53 @@ func TestGuardCountsRefusals(t *testing.T) {
 		if res.Code != CodeActionUnavailable {
 			t.Fatalf("refusal %d with a new reason: %s %s", i, res.Code, res.Reason)
 		}
+	}
+}
+
+// A call that showed a card carries it in its result: what was asked and how it
+// ended, so the conversation keeps both; one that showed none carries nothing. A
+// card waits five minutes by default.
+func TestConfirmationIsRecorded(t *testing.T) {
+	if d := ParsePolicy(nil).ConfirmTimeout; d < 5*time.Minute {
+		t.Errorf("default %s is %s, want at least 5 minutes", SettingConfirmTimeout, d)
+	}
+	for _, c := range []struct {
+		ui     string
+		code   Code
+		answer string
+	}{
+		{"yes", "", AnswerApproved},
+		{"no", CodeUserRejected, AnswerDenied},
+		{"error", CodeUserRejected, AnswerFailed},
+		{"hang", CodeConfirmTimeout, AnswerTimeout},
+	} {
+		t.Run(c.ui, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				tool := echo("confirmed")
+				tool.Confirm, tool.ConfirmMessage = true, "Add a todo on the demo page?"
+				must(t, e.reg.Register(tool))
+				must(t, e.reg.Register(echo("plain")))
+				e.ui.answer = c.ui
+				res := e.reg.Call(context.Background(), &Call{Tool: "confirmed", Arguments: []byte(`{"text":"hi"}`), Origin: "http://127.0.0.1:8080"})
+				if res.Code != c.code {
+					t.Fatalf("%s %s, want %q", res.Code, res.Reason, c.code)
+				}
+				got := res.Confirmation
+				if got == nil || got.Answer != c.answer || got.Message != "Add a todo on the demo page?" || got.Origin != "http://127.0.0.1:8080" || got.TimeoutMS != 300_000 {
+					t.Fatalf("confirmation %+v, want %s of the card asked", got, c.answer)
+				}
+				if c.answer == AnswerTimeout && got.WaitedMS != 300_000 {
+					t.Errorf("a timed-out card waited %d ms, want the 300000 of the default", got.WaitedMS)
+				}
+				b, _ := json.Marshal(res)
+				if !strings.Contains(string(b), `"confirmation":{"message":"Add a todo on the demo page?"`) {
+					t.Errorf("the result as sent lacks the card: %s", b)
+				}
+				if res := e.reg.Call(context.Background(), &Call{Tool: "plain", Arguments: []byte(`{"text":"hi"}`)}); res.Confirmation != nil {
+					t.Errorf("a call with no card carries %+v", res.Confirmation)
+				}
+			})
+		})
 	}
 }

@@ -67,6 +67,7 @@ func (r *Registry) Call(ctx context.Context, call *Call) Result {
 	}
 	st := &callState{call: call, start: start}
 	res := r.pipeline(ctx, st)
+	res.Confirmation = st.confirmation
 	if !st.admitted && !res.Success && res.Code != CodeLoopDetected {
 		// Refused before the loop guard's step: counted all the same (guard.refused).
 		p := st.policy
@@ -94,6 +95,8 @@ type callState struct {
 	ran       bool    // Run was started
 	admitted  bool    // the loop guard let the call through (step 5)
 	policy    *Policy // the policy the steps read, once looked up
+	// confirmation is the card a person was asked, once answered (or not).
+	confirmation *Confirmation
 	// effect is what the tool said the call would do, for its gate.
 	effect Effect
 	// lasting and grant: the lasting answer the card offers, and what it does
@@ -395,6 +398,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
+	asked := r.now()
 	ans, err := ConfirmWhole(cctx, ui, ConfirmRequest{
 		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
@@ -402,8 +406,11 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow, Lasting: st.lasting,
 	})
 	ok := ans.Approved
+	rec := &Confirmation{Message: msg, Origin: origin, TimeoutMS: p.ConfirmTimeout.Milliseconds(), WaitedMS: r.now().Sub(asked).Milliseconds()}
+	st.confirmation = rec
 	switch {
 	case err == nil && ok:
+		rec.Answer = AnswerApproved
 		if ans.Lasting && st.grant != nil {
 			// The call is approved either way; a grant that could not be stored
 			// only means the next one asks again.
@@ -413,6 +420,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		}
 		return Result{}, true
 	case err == nil:
+		rec.Answer = AnswerDenied
 		if ans.Lasting && st.refuse != nil {
 			if rerr := st.refuse(ctx); rerr != nil {
 				r.log.Error().Err(rerr).Str("tool", e.name).Msg("storing a lasting refusal")
@@ -420,8 +428,10 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		}
 		return fail(CodeUserRejected, "the person declined to run %s", e.name), false
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		rec.Answer = AnswerTimeout
 		return fail(CodeConfirmTimeout, "no answer to the confirmation of %s within %s; treated as a denial (setting %s)", e.name, p.ConfirmTimeout, SettingConfirmTimeout), false
 	default:
+		rec.Answer = AnswerFailed
 		return fail(CodeUserRejected, "the confirmation of %s could not be asked: %v; treated as a denial", e.name, err), false
 	}
 }
