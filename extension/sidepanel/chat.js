@@ -143,8 +143,16 @@ function noticeText(item) {
     case 'noticeCompacted': return t('noticeCompacted');
     case 'noticeLoopPaused': return t('noticeLoopPaused', [detail]);
     case 'noticeRunCancelled': return t('noticeRunCancelled');
+    case 'noticeBudgetTokens': return t('noticeBudgetTokens', formatCounts(item.args));
+    case 'noticeBudgetToolCalls': return t('noticeBudgetToolCalls', formatCounts(item.args));
     default: return t('noticeRunFailed', [detail]);
   }
+}
+
+/** Counts written as the person's language writes numbers; other arguments as they are. */
+function formatCounts(args = []) {
+  const fmt = new Intl.NumberFormat(t('htmlLang'));
+  return args.map((a) => (/^\d+$/.test(a) ? fmt.format(Number(a)) : a));
 }
 
 function statusText(label) {

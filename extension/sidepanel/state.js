@@ -189,6 +189,14 @@ function reduce(state, event) {
     case 'run_failed': {
       let next = endStreaming(state, runId);
       next = setRunStatus(next, runId, { status: event.status || 'failed', error: event.error ?? '', usage: event.usage ?? null });
+      const b = event.budget;
+      if (b && (b.kind === 'tokens' || b.kind === 'tool_calls')) {
+        // A budget the person set: said in their language, with the numbers.
+        const key = b.kind === 'tokens' ? 'noticeBudgetTokens' : 'noticeBudgetToolCalls';
+        const args = b.kind === 'tokens' ? [b.used, b.limit, b.setting] : [b.limit, b.setting];
+        next = addNotice(next, runId, event, 'warn', key, args.map((a) => String(a ?? '')));
+        return finishRun(next, runId);
+      }
       const key = event.status === 'cancelled' ? 'noticeRunCancelled' : 'noticeRunFailed';
       next = addNotice(next, runId, event, event.status === 'cancelled' ? 'info' : 'error', key, [event.error ?? '']);
       return finishRun(next, runId);

@@ -296,3 +296,22 @@ describe('confirmation records', () => {
     assert.equal(stored.items[0].status, 'failed');
   });
 });
+
+describe('a budget that ended a run', () => {
+  it('becomes a notice of its own, with the numbers, not the host English', () => {
+    seq = 0;
+    let s = applyEvent(emptyConversation({ id: C }), ev('run_started'));
+    s = applyEvent(s, ev('run_failed', {
+      status: 'failed', error: 'the run used 45 tokens, its budget of 40', usage: { input_tokens: 40, output_tokens: 5 },
+      budget: { kind: 'tokens', setting: 'agent.max_tokens_per_run', used: 45, limit: 40 },
+    }));
+    const notice = s.items.find((it) => it.kind === 'notice');
+    assert.equal(notice.key, 'noticeBudgetTokens');
+    assert.deepEqual(notice.args, ['45', '40', 'agent.max_tokens_per_run']);
+    assert.equal(s.activeRunId, null);
+    seq = 0;
+    let c = applyEvent(emptyConversation({ id: C }), ev('run_started'));
+    c = applyEvent(c, ev('run_failed', { status: 'failed', error: 'cap', budget: { kind: 'tool_calls', setting: 'agent.max_tool_calls', used: 200, limit: 200 } }));
+    assert.deepEqual(c.items.find((it) => it.kind === 'notice').args, ['200', 'agent.max_tool_calls']);
+  });
+});

@@ -478,6 +478,9 @@ func TestDefaultToolCallCap(t *testing.T) {
 	if run.ToolCalls != 200 {
 		t.Errorf("run made %d calls, want 200", run.ToolCalls)
 	}
+	if b := failedBudget(e, r.ID); b == nil || *b != (Budget{Kind: "tool_calls", Setting: SettingMaxToolCalls, Used: 200, Limit: 200}) {
+		t.Errorf("run_failed budget %+v", b)
+	}
 }
 
 // A run stops once its tokens reach agent.max_tokens_per_run, before it asks the
@@ -492,7 +495,7 @@ func TestTokenBudget(t *testing.T) {
 		t.Errorf("default %s = %d, want a cap", SettingMaxTokensPerRun, got)
 	}
 	e.set(SettingMaxTokensPerRun, "40")
-	_, out := e.send("spend", "")
+	r, out := e.send("spend", "")
 	if out.Status != storage.RunFailed || !strings.Contains(out.Error, "used 45 tokens, its budget of 40") || !strings.Contains(out.Error, SettingMaxTokensPerRun) {
 		t.Fatalf("outcome %+v, want the run stopped by its token budget", out)
 	}
@@ -502,4 +505,17 @@ func TestTokenBudget(t *testing.T) {
 	if out.Usage.InputTokens+out.Usage.OutputTokens != 45 {
 		t.Errorf("usage %+v", out.Usage)
 	}
+	// The end event says which budget, for a UI to say it in its language.
+	if b := failedBudget(e, r.ID); b == nil || *b != (Budget{Kind: "tokens", Setting: SettingMaxTokensPerRun, Used: 45, Limit: 40}) {
+		t.Errorf("run_failed budget %+v", b)
+	}
+}
+
+func failedBudget(e *env, runID string) *Budget {
+	for _, ev := range e.eventsOf(runID) {
+		if ev.Type == EventRunFailed {
+			return ev.Budget
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -240,9 +241,9 @@ func TestSidePanelAskUserAndMarkupInResults(t *testing.T) {
 // approves it and the call runs. The panel shows the tokens of the run and of the
 // conversation.
 func TestSidePanelConfirmationRecordedAndAskedAgain(t *testing.T) {
-	for _, l := range []struct{ locale, env, asked, timedOut, approved, again, tokens string }{
-		{"en", "en_US", "You were asked: ", "Nobody answered within 2 s", "You approved it.", "Please try create_task again", "Tokens: "},
-		{"es", "es_ES", "Se te preguntó: ", "Nadie respondió en 2 s", "Lo aprobaste.", "Vuelve a intentar create_task", "Tokens: "},
+	for _, l := range []struct{ locale, env, asked, timedOut, approved, again, tokens, budget string }{
+		{"en", "en_US", "You were asked: ", "Nobody answered within 2 s", "You approved it.", "Please try create_task again", "Tokens: ", "The run stopped: it used "},
+		{"es", "es_ES", "Se te preguntó: ", "Nadie respondió en 2 s", "Lo aprobaste.", "Vuelve a intentar create_task", "Tokens: ", "La ejecución se detuvo: usó "},
 	} {
 		t.Run(l.locale, func(t *testing.T) {
 			s := start(t, 120*time.Second, "LANGUAGE="+l.env, "LANG="+l.env+".UTF-8")
@@ -255,8 +256,11 @@ func TestSidePanelConfirmationRecordedAndAskedAgain(t *testing.T) {
 					return modeltest.Text("Nothing was done.")
 				case 3:
 					return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_2", Name: "create_task", Arguments: `{"subject":"Reply to the client"}`}}}
+				case 4:
+					return modeltest.Text("Added the task.")
 				}
-				return modeltest.Text("Added the task.")
+				// A model that never stops calling tools, for the token budget.
+				return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: fmt.Sprintf("call_%d", req.N), Name: "list_tasks", Arguments: `{}`}}}
 			})
 			for _, args := range [][]string{
 				{"provider", "add", "fake", "--kind", modeltest.OpenAI, "--base-url", fake.URL, "--model", "fake-model", "--default"},
@@ -312,6 +316,19 @@ func TestSidePanelConfirmationRecordedAndAskedAgain(t *testing.T) {
 			last := reqs[2].Messages[len(reqs[2].Messages)-1]
 			if !strings.Contains(last.Text, l.again) {
 				t.Errorf("the model's third request ends with %+v, want the retry message", last)
+			}
+
+			// A run that reaches its token budget stops, and the panel says so in the
+			// person's language, with the setting that raises it.
+			// Through the running host, as the options page sets it.
+			var set any
+			s.must("settings.set", map[string]any{"key": "agent.max_tokens_per_run", "value": "1"}, &set)
+			s.waitIn(tab, "run over before the budget run", `document.querySelector('#stop').hidden && !document.querySelector('#send').disabled`)
+			s.typeInto(tab, "#input", "Keep going")
+			s.click(tab, "#send")
+			s.waitIn(tab, "budget notice", `[...document.querySelectorAll('.notice.warn')].some(n => n.textContent.startsWith(`+jsString(l.budget)+`) && n.textContent.includes('agent.max_tokens_per_run'))`)
+			if n := len(fake.Requests()); n != 5 {
+				t.Errorf("the model was asked %d times, want 5: the budget run stops after its first answer", n)
 			}
 		})
 	}
