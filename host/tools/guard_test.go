@@ -293,6 +293,18 @@ func TestConfirmationIsRecorded(t *testing.T) {
 				if !strings.Contains(string(b), `"confirmation":{"message":"Add a todo on the demo page?"`) {
 					t.Errorf("the result as sent lacks the card: %s", b)
 				}
+				// A secret of the arguments the message repeats is not kept.
+				secret := echo("secretive")
+				secret.Assess = func(ctx context.Context, c *Call) (Assessment, error) {
+					var v struct{ Password string }
+					c.Decode(&v)
+					return Assessment{Confirm: true, Message: "Type " + v.Password + " into the login form?"}, nil
+				}
+				must(t, e.reg.Register(secret))
+				res = e.reg.Call(context.Background(), &Call{Tool: "secretive", Arguments: []byte(`{"text":"hi","password":"hunter2-very-secret"}`)})
+				if res.Confirmation == nil || strings.Contains(res.Confirmation.Message, "hunter2") || !strings.Contains(res.Confirmation.Message, Redacted) {
+					t.Errorf("a card repeating a secret is kept as %+v", res.Confirmation)
+				}
 				if res := e.reg.Call(context.Background(), &Call{Tool: "plain", Arguments: []byte(`{"text":"hi"}`)}); res.Confirmation != nil {
 					t.Errorf("a call with no card carries %+v", res.Confirmation)
 				}

@@ -406,7 +406,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow, Lasting: st.lasting,
 	})
 	ok := ans.Approved
-	rec := &Confirmation{Message: msg, Origin: origin, TimeoutMS: p.ConfirmTimeout.Milliseconds(), WaitedMS: r.now().Sub(asked).Milliseconds()}
+	rec := &Confirmation{Message: recordedMessage(st, msg), Origin: origin, TimeoutMS: p.ConfirmTimeout.Milliseconds(), WaitedMS: r.now().Sub(asked).Milliseconds()}
 	st.confirmation = rec
 	switch {
 	case err == nil && ok:
