@@ -77,7 +77,7 @@ func TestToolsOverTheConnection(t *testing.T) {
 		t.Fatalf("tools.call: %+v", res)
 	}
 	req := <-confirms
-	if req.Tool != "guarded" || string(req.Arguments) != `{"pin":"[redacted]"}` || req.TimeoutMS != 30000 || req.CallID == "" {
+	if req.Tool != "guarded" || string(req.Arguments) != `{"pin":"[redacted]"}` || req.TimeoutMS != 300000 || req.CallID == "" {
 		t.Fatalf("confirm request %+v", req)
 	}
 	if err := ext.Call(ctx, "tools.call", map[string]any{"name": "nope"}, &res); err != nil || res.Code != tools.CodeNotFound {

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -118,46 +120,111 @@ func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	flags = append(flags, url)
 	cmd := exec.Command(bin, flags...)
 	cmd.Stdout = io.Discard
-	var devtools <-chan string
-	if *headless {
-		pipe, err := cmd.StderrPipe()
-		if err != nil {
-			fmt.Fprintf(stderr, "ferry demo: %v\n", err)
-			return 1
-		}
-		devtools = devToolsAddress(pipe)
-	} else {
-		cmd.Stderr = io.Discard
-	}
+	// Chromium's stderr is where it says why it could not start (no display, a
+	// broken profile, a missing library); its last lines are kept to say so.
+	// Chromium's helpers may hold the pipe a moment after it exits.
+	tail := newStderrTail(demoTailLines)
+	cmd.Stderr = tail
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "ferry demo: starting %s: %v\n", bin, err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "Opened %s (pid %d) with the extension from %s at %s\n", bin, cmd.Process.Pid, ext, url)
-	if devtools != nil {
+	exited := make(chan error, 1)
+	started := time.Now()
+	go func() { exited <- cmd.Wait() }()
+	// The "Next:" steps are printed only once Chromium has stayed up: a browser that
+	// cannot open a window dies within a second, and telling the person to click its
+	// toolbar then would be false.
+	if *headless {
 		select {
-		case addr := <-devtools:
+		case addr := <-tail.devtools:
 			fmt.Fprintf(stdout, "DevTools: %s\n", addr)
+		case err := <-exited:
+			return chromiumDied(stderr, err, time.Since(started), tail, *headless)
+		case <-ctx.Done():
+			return stopChromium(cmd, exited, stdout, profile)
 		case <-time.After(30 * time.Second):
 			fmt.Fprintln(stderr, "ferry demo: Chromium printed no DevTools address within 30 s")
 		}
+	} else {
+		select {
+		case err := <-exited:
+			return chromiumDied(stderr, err, time.Since(started), tail, *headless)
+		case <-ctx.Done():
+			return stopChromium(cmd, exited, stdout, profile)
+		case <-time.After(demoSettle):
+		}
 	}
 	printDemoNext(stdout, profile, reactDir)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	select {
 	case <-ctx.Done():
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
+		return stopChromium(cmd, exited, stdout, profile)
+	case err := <-exited:
+		if err != nil {
+			// Closing the window exits 0; anything else is a crash worth naming.
+			return chromiumDied(stderr, err, time.Since(started), tail, *headless)
 		}
-	case <-exited:
 	}
 	fmt.Fprintf(stdout, "Stopped. Removed the temporary profile %s.\n", profile)
 	return 0
+}
+
+// demoSettle is how long Chromium must stay up before the demo calls it started:
+// without a display it exits well within a second.
+const demoSettle = 3 * time.Second
+
+// demoTailLines is how many of Chromium's last stderr lines a failure shows.
+const demoTailLines = 6
+
+// stopChromium ends Chromium on Ctrl-C, by SIGTERM and then SIGKILL.
+func stopChromium(cmd *exec.Cmd, exited <-chan error, stdout io.Writer, profile string) int {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+	}
+	fmt.Fprintf(stdout, "Stopped. Removed the temporary profile %s.\n", profile)
+	return 0
+}
+
+// chromiumDied says that Chromium exited on its own, with its exit status and its
+// last words, and what to try; the demo then exits 1 so scripts see the failure.
+func chromiumDied(stderr io.Writer, err error, after time.Duration, tail *stderrTail, headless bool) int {
+	status := "exit status 0"
+	if err != nil {
+		status = err.Error()
+	}
+	fmt.Fprintf(stderr, "ferry demo: Chromium exited after %.1f s (%s), before the demo could be used.\n", after.Seconds(), status)
+	lines := tail.Lines()
+	if len(lines) > 0 {
+		fmt.Fprintln(stderr, "Its last lines on stderr:")
+		for _, l := range lines {
+			fmt.Fprintf(stderr, "  %s\n", l)
+		}
+	}
+	if !headless {
+		if noDisplay(lines) {
+			fmt.Fprintf(stderr, "There is no display to open a window on. Run the demo without a window:\n  %s demo --headless\n", selfCommand())
+		} else {
+			fmt.Fprintf(stderr, "On a machine without a display, run the demo without a window: %s demo --headless\n", selfCommand())
+		}
+	}
+	return 1
+}
+
+// noDisplay reports whether Chromium failed for want of a display: its own words
+// for it, or no display named in the environment on a system that needs one.
+func noDisplay(lines []string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "Missing X server") || strings.Contains(l, "$DISPLAY") || strings.Contains(l, "Failed to connect to Wayland display") {
+			return true
+		}
+	}
+	return runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == ""
 }
 
 // demoHandler serves examples/ at /, the page SDK at /sdk/ and the React builds

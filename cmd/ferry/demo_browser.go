@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/ferryhq/ferry/buildinfo"
 	"github.com/ferryhq/ferry/host/model"
@@ -72,27 +73,84 @@ func pinExtension(profile string) error {
 	return os.WriteFile(filepath.Join(dir, "Preferences"), b, 0o600)
 }
 
-// devToolsAddress reads Chromium's stderr and sends the DevTools address it prints
-// when started with --remote-debugging-port; the rest of stderr is drained so
-// Chromium never blocks on a full pipe.
-func devToolsAddress(r io.Reader) <-chan string {
-	ch := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		sent := false
-		for sc.Scan() {
-			if sent {
-				continue
-			}
-			if _, addr, ok := strings.Cut(sc.Text(), "DevTools listening on "); ok {
-				ch <- strings.TrimSpace(addr)
-				sent = true
+// stderrTail is Chromium's stderr as the demo reads it: it keeps the last lines, to
+// say why Chromium died, and sends the DevTools address Chromium prints when started
+// with --remote-debugging-port.
+type stderrTail struct {
+	devtools chan string
+	mu       sync.Mutex
+	max      int
+	lines    []string
+	partial  []byte
+	sent     bool
+}
+
+func newStderrTail(max int) *stderrTail {
+	return &stderrTail{devtools: make(chan string, 1), max: max}
+}
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		t.line(string(t.partial[:i]))
+		t.partial = t.partial[i+1:]
+	}
+	// A line longer than this is not one a person reads; keep its start.
+	if len(t.partial) > 4<<10 {
+		t.line(string(t.partial))
+		t.partial = nil
+	}
+	return len(p), nil
+}
+
+func (t *stderrTail) line(l string) {
+	l = strings.TrimRight(l, "\r")
+	if !t.sent {
+		if _, addr, ok := strings.Cut(l, "DevTools listening on "); ok {
+			t.devtools <- strings.TrimSpace(addr)
+			t.sent = true
+		}
+	}
+	if strings.TrimSpace(l) == "" {
+		return
+	}
+	t.lines = append(t.lines, l)
+	if len(t.lines) > t.max {
+		t.lines = t.lines[len(t.lines)-t.max:]
+	}
+}
+
+// Lines returns the last lines written, the unterminated one included.
+func (t *stderrTail) Lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines...)
+	if l := strings.TrimSpace(string(t.partial)); l != "" {
+		out = append(out, l)
+		if len(out) > t.max {
+			out = out[len(out)-t.max:]
+		}
+	}
+	return out
+}
+
+// selfCommand is how the person would type this binary: ./ferry when it sits below
+// the current directory, ferry otherwise.
+func selfCommand() string {
+	if exe, err := os.Executable(); err == nil {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+				return "./" + filepath.ToSlash(rel)
 			}
 		}
-		io.Copy(io.Discard, r)
-	}()
-	return ch
+	}
+	return "ferry"
 }
 
 // printDemoNext tells the person what to do now that the demo is up, and what the
@@ -110,14 +168,7 @@ func printDemoNext(w io.Writer, profile, reactDir string) {
 		}
 		db.Close()
 	}
-	self := "ferry"
-	if exe, err := os.Executable(); err == nil {
-		if wd, err := os.Getwd(); err == nil {
-			if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
-				self = "./" + filepath.ToSlash(rel)
-			}
-		}
-	}
+	self := selfCommand()
 	fmt.Fprintln(w, "\nNext:")
 	if provider == "" {
 		fmt.Fprintln(w, "  1. Add a model provider, in another terminal (the key is read from stdin and kept in the host):")

@@ -5,8 +5,9 @@
 import { byId as $, el } from '../lib/dom.js';
 import { t } from '../lib/i18n.js';
 import { app } from './app.js';
+import { askAgain } from './composer.js';
 import { renderMarkdown } from './render-markdown.js';
-import { prettyJSON, resultLabel } from './state.js';
+import { prettyJSON, resultLabel, usageTotals } from './state.js';
 
 const rendered = new Map(); // item id → {item, node}
 
@@ -43,6 +44,7 @@ export function renderChat() {
     }
   }
   renderTasks();
+  renderUsage();
   const main = $('chat');
   if (main.scrollHeight - main.scrollTop - main.clientHeight < 120) main.scrollTop = main.scrollHeight;
 }
@@ -92,7 +94,47 @@ function renderTool(item, old) {
   }
   // Keep a card open if the person opened it.
   const details = el('details', { className: 'tool', open: old?.querySelector?.(':scope > details')?.open ?? false }, ...parts);
-  return el('li', { className: `msg tool-card ${item.status}`, dataset: { callId: item.id } }, details);
+  return el('li', { className: `msg tool-card ${item.status}`, dataset: { callId: item.id } }, details, confirmationRecord(item));
+}
+
+/**
+ * What the person was asked before the call could run, and how it ended, kept in
+ * the transcript outside the collapsed card: the card above the composer goes
+ * once answered, this stays (the host records it with the call's result). A call
+ * that did not run for want of a yes can be asked again.
+ */
+function confirmationRecord(item) {
+  const c = item.result?.confirmation;
+  if (!c || typeof c !== 'object') return null;
+  let outcome;
+  switch (c.answer) {
+    case 'approved': outcome = t('confirmAnswerApproved'); break;
+    case 'denied': outcome = t('confirmAnswerDenied'); break;
+    case 'timeout': outcome = t('confirmAnswerTimeout', [String(Math.round((Number(c.timeout_ms) || 0) / 1000))]); break;
+    default: outcome = t('confirmAnswerFailed'); break;
+  }
+  const parts = [
+    c.message ? el('p', { className: 'asked', text: t('confirmAskedLabel', [c.message]) }) : null,
+    el('p', { className: `outcome ${c.answer === 'approved' ? 'ok' : 'warn'}`, text: outcome }),
+  ];
+  if (c.answer !== 'approved') {
+    const again = el('button', { type: 'button', className: 'small ask-again', text: t('askAgainButton') });
+    again.disabled = $('send').disabled;
+    again.addEventListener('click', () => askAgain(item.name));
+    parts.push(el('div', { className: 'row' }, again));
+  }
+  return el('div', { className: 'confirmation-record' }, ...parts);
+}
+
+/** The tokens of the last run and of the conversation, as the host counted them. */
+function renderUsage() {
+  const { run, conversation } = usageTotals(app.view);
+  const node = $('usage');
+  node.hidden = run === null && conversation === 0;
+  if (node.hidden) return;
+  const fmt = new Intl.NumberFormat(t('htmlLang'));
+  node.textContent = t('usageLine', [fmt.format(run?.tokens ?? 0), fmt.format(conversation)]);
+  node.title = run ? t('usageRunNotice', [fmt.format(run.tokens), fmt.format(run.input), fmt.format(run.output)]) : '';
 }
 
 function noticeText(item) {
@@ -101,8 +143,16 @@ function noticeText(item) {
     case 'noticeCompacted': return t('noticeCompacted');
     case 'noticeLoopPaused': return t('noticeLoopPaused', [detail]);
     case 'noticeRunCancelled': return t('noticeRunCancelled');
+    case 'noticeBudgetTokens': return t('noticeBudgetTokens', formatCounts(item.args));
+    case 'noticeBudgetToolCalls': return t('noticeBudgetToolCalls', formatCounts(item.args));
     default: return t('noticeRunFailed', [detail]);
   }
+}
+
+/** Counts written as the person's language writes numbers; other arguments as they are. */
+function formatCounts(args = []) {
+  const fmt = new Intl.NumberFormat(t('htmlLang'));
+  return args.map((a) => (/^\d+$/.test(a) ? fmt.format(Number(a)) : a));
 }
 
 function statusText(label) {

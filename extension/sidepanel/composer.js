@@ -18,17 +18,33 @@ export function updateComposer() {
   const running = Boolean(app.view.activeRunId);
   $('stop').hidden = !running;
   $('send').disabled = !app.hostConnected || running || app.sending;
+  // Ask again sends a message: it waits for the same things Send does.
+  for (const b of document.querySelectorAll('.ask-again')) b.disabled = $('send').disabled;
 }
 
 export async function send() {
-  const text = $('input').value.trim();
+  return sendText($('input').value.trim(), { fromComposer: true });
+}
+
+/**
+ * Ask again, on a call that did not run because nobody said yes: the model is
+ * told to make the same call again in this conversation, so a new card comes up
+ * in a run that knows why it is asked, and whatever the person answers, the
+ * model hears. Running the call behind the model's back would leave the
+ * conversation saying it never happened.
+ */
+export function askAgain(tool) {
+  return sendText(t('askAgainMessage', [tool]), { fromComposer: false });
+}
+
+async function sendText(text, { fromComposer }) {
   if (!text || !app.hostConnected || app.view.activeRunId || app.sending) return;
   showError('');
   app.sending = true;
   holdEarlyEvents();
   const localId = `local:${++localIds}`;
   setView(addUserMessage(app.view, text, localId));
-  $('input').value = '';
+  if (fromComposer) $('input').value = '';
   const params = { text };
   if (app.view.conversation?.id) params.conversation_id = app.view.conversation.id;
   const tab = app.boundTab;
@@ -46,7 +62,7 @@ export async function send() {
     renderDiagnosticsRuns();
   } catch (err) {
     setView({ ...app.view, items: app.view.items.filter((it) => it.id !== localId) });
-    $('input').value = text;
+    if (fromComposer) $('input').value = text;
     showError(t('sendFailed', [err.message]));
   } finally {
     app.sending = false;

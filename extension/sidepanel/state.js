@@ -149,8 +149,12 @@ function reduce(state, event) {
       if (!parent || !inner) return state;
       let i = findIndex(state, (it) => it.kind === 'tool' && it.id === parent);
       let next = state;
+      // A sub-agent's tokens are billed to the conversation like its parent's.
+      if (TERMINAL.has(inner.type) && inner.usage && inner.run_id) {
+        next = withRun(next, inner.run_id, { ...runOf(next, inner.run_id), status: inner.status || 'finished', parent: runId, usage: inner.usage });
+      }
       if (i < 0) {
-        next = upsertTool(state, { id: parent, run_id: runId, name: 'agent' }, {});
+        next = upsertTool(next, { id: parent, run_id: runId, name: 'agent' }, {});
         i = next.items.length - 1;
       }
       const tool = next.items[i];
@@ -184,7 +188,15 @@ function reduce(state, event) {
 
     case 'run_failed': {
       let next = endStreaming(state, runId);
-      next = setRunStatus(next, runId, { status: event.status || 'failed', error: event.error ?? '' });
+      next = setRunStatus(next, runId, { status: event.status || 'failed', error: event.error ?? '', usage: event.usage ?? null });
+      const b = event.budget;
+      if (b && (b.kind === 'tokens' || b.kind === 'tool_calls')) {
+        // A budget the person set: said in their language, with the numbers.
+        const key = b.kind === 'tokens' ? 'noticeBudgetTokens' : 'noticeBudgetToolCalls';
+        const args = b.kind === 'tokens' ? [b.used, b.limit, b.setting] : [b.limit, b.setting];
+        next = addNotice(next, runId, event, 'warn', key, args.map((a) => String(a ?? '')));
+        return finishRun(next, runId);
+      }
       const key = event.status === 'cancelled' ? 'noticeRunCancelled' : 'noticeRunFailed';
       next = addNotice(next, runId, event, event.status === 'cancelled' ? 'info' : 'error', key, [event.error ?? '']);
       return finishRun(next, runId);
@@ -265,13 +277,17 @@ export function fromHistory(got, { skipRunId = null } = {}) {
   }
   const runs = {};
   for (const r of got?.runs ?? []) {
-    runs[r.id] = { status: r.status, lastSeq: 0, pending: [], gap: false, error: r.error ?? '' };
+    runs[r.id] = {
+      status: r.status, lastSeq: 0, pending: [], gap: false, error: r.error ?? '',
+      parent: r.parent_run_id || null,
+      usage: { input_tokens: r.input_tokens ?? 0, output_tokens: r.output_tokens ?? 0 },
+    };
   }
   const active = got?.active_run_id ?? null;
   // A run still going keeps its tools "running" until its events say otherwise.
   const shown = items.map((it) => (it.kind === 'tool' && it.runId === active && it.status === 'interrupted' ? { ...it, status: 'running' } : it));
   state = { ...state, items: shown, tasks: got?.tasks ?? [], runs, activeRunId: active };
-  if (active) state.runs[active] = { status: 'running', lastSeq: 0, pending: [], gap: false };
+  if (active) state.runs[active] = { status: 'running', lastSeq: 0, pending: [], gap: false, usage: runs[active]?.usage ?? null };
   return state;
 }
 
@@ -306,6 +322,27 @@ export function runStarted(state, { conversation_id: conversationId, run_id: run
   const conversation = state.conversation ?? { id: conversationId };
   const runs = state.runs[runId] ? state.runs : { ...state.runs, [runId]: { status: 'running', lastSeq: 0, pending: [], gap: false } };
   return { ...state, conversation: { ...conversation, id: conversationId }, runs, activeRunId: runId };
+}
+
+function tokensOf(usage) {
+  if (!usage) return 0;
+  return (Number(usage.input_tokens) || 0) + (Number(usage.output_tokens) || 0);
+}
+
+/**
+ * The tokens the person has spent: `run`, the latest top-level run that reported
+ * its usage (null before any did), and `conversation`, every run's, sub-agents'
+ * included. A run reports its usage when it ends.
+ */
+export function usageTotals(state) {
+  let run = null;
+  let conversation = 0;
+  for (const r of Object.values(state.runs ?? {})) {
+    if (!r.usage) continue;
+    conversation += tokensOf(r.usage);
+    if (!r.parent) run = { tokens: tokensOf(r.usage), input: Number(r.usage.input_tokens) || 0, output: Number(r.usage.output_tokens) || 0 };
+  }
+  return { run, conversation };
 }
 
 /** A short, stable label for a tool result: the code, or ok. */

@@ -63,7 +63,7 @@ describe('options page sections', () => {
 
   it('covers the settings issue 7 asks for, each once', () => {
     const want = [
-      'agent.system_prompt', 'agent.max_tool_calls', 'agent.subagent_concurrency',
+      'agent.system_prompt', 'agent.max_tool_calls', 'agent.max_tokens_per_run', 'agent.subagent_concurrency',
       'search.engine', 'search.duckduckgo.endpoint', 'search.bing.endpoint', 'search.baidu.endpoint', 'search.google.endpoint', 'search.google.cx',
       'fetch.allow_private_hosts', 'browser.scripts_auto_approve_origins', 'tools.denied_origins', 'browser.allow_navigate', 'browser.allow_private_hosts',
       'tools.confirm', 'tools.confirm_writes', 'tools.confirm_timeout_seconds', 'tools.ask_timeout_seconds', 'tools.disabled',

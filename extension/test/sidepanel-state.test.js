@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  addUserMessage, applyEvent, catchUp, emptyConversation, flush, fromHistory, resultLabel, runStarted,
+  addUserMessage, applyEvent, catchUp, emptyConversation, flush, fromHistory, resultLabel, runStarted, usageTotals,
 } from '../sidepanel/state.js';
 import {
   askAnswer, diagnosticsRun, formatCountdown, remainingFraction, remainingMs, sortConversations, tabOrigin, upsertConversation,
@@ -246,5 +246,72 @@ describe('side panel view helpers', () => {
     assert.equal(d.calls[0].system, 'sys');
     assert.equal(d.calls[0].attempts.length, 2);
     assert.deepEqual(d.totals, { inputTokens: 15, outputTokens: 3, latencyMs: 50 });
+  });
+});
+
+describe('tokens shown in the panel', () => {
+  it('counts the last run and the whole conversation, sub-agents and failed runs included', () => {
+    const stored = {
+      conversation: { id: C },
+      messages: [],
+      runs: [
+        { id: 'old', status: 'completed', input_tokens: 100, output_tokens: 20 },
+        { id: 'sub', parent_run_id: 'old', status: 'completed', input_tokens: 7, output_tokens: 3 },
+        { id: 'failed', status: 'failed', input_tokens: 30, output_tokens: 0 },
+      ],
+    };
+    let s = fromHistory(stored);
+    assert.deepEqual(usageTotals(s), { run: { tokens: 30, input: 30, output: 0 }, conversation: 160 });
+    // A new run: unknown until it ends, then it is the last run.
+    s = runStarted(s, { conversation_id: C, run_id: R });
+    assert.equal(usageTotals(s).run.tokens, 30);
+    seq = 0;
+    s = applyEvent(s, ev('run_started'));
+    s = applyEvent(s, ev('sub_agent_event', { parent_call_id: 'c9', event: { type: 'run_finished', run_id: 'sub2', status: 'completed', usage: { input_tokens: 4, output_tokens: 1 } } }));
+    s = applyEvent(s, ev('run_failed', { status: 'failed', error: 'the run used 45 tokens', usage: { input_tokens: 40, output_tokens: 5 } }));
+    assert.deepEqual(usageTotals(s), { run: { tokens: 45, input: 40, output: 5 }, conversation: 210 });
+  });
+
+  it('shows nothing before any run reported', () => {
+    assert.deepEqual(usageTotals(emptyConversation({ id: C })), { run: null, conversation: 0 });
+  });
+});
+
+describe('confirmation records', () => {
+  it('keep what was asked and the answer, live and from history', () => {
+    const confirmation = { message: 'Add a todo?', origin: 'http://127.0.0.1:1', answer: 'timeout', timeout_ms: 300000, waited_ms: 300000 };
+    seq = 0;
+    let live = applyEvent(emptyConversation({ id: C }), ev('tool_call_started', { id: 'c1', name: 'add_task', arguments: { text: 'x' } }));
+    live = applyEvent(live, ev('tool_call_finished', { id: 'c1', name: 'add_task', result: { success: false, code: 'CONFIRM_TIMEOUT', reason: 'no answer', confirmation }, code: 'CONFIRM_TIMEOUT' }));
+    assert.deepEqual(live.items[0].result.confirmation, confirmation);
+    const stored = fromHistory({
+      conversation: { id: C },
+      messages: [
+        { ordinal: 1, role: 'assistant', run_id: R, tool_calls: [{ id: 'c1', name: 'add_task', arguments: { text: 'x' } }] },
+        { ordinal: 2, role: 'tool', run_id: R, tool_call_id: 'c1', content: JSON.stringify({ success: false, code: 'CONFIRM_TIMEOUT', reason: 'no answer', confirmation }) },
+      ],
+      runs: [{ id: R, status: 'completed' }],
+    });
+    assert.deepEqual(stored.items[0].result.confirmation, confirmation);
+    assert.equal(stored.items[0].status, 'failed');
+  });
+});
+
+describe('a budget that ended a run', () => {
+  it('becomes a notice of its own, with the numbers, not the host English', () => {
+    seq = 0;
+    let s = applyEvent(emptyConversation({ id: C }), ev('run_started'));
+    s = applyEvent(s, ev('run_failed', {
+      status: 'failed', error: 'the run used 45 tokens, its budget of 40', usage: { input_tokens: 40, output_tokens: 5 },
+      budget: { kind: 'tokens', setting: 'agent.max_tokens_per_run', used: 45, limit: 40 },
+    }));
+    const notice = s.items.find((it) => it.kind === 'notice');
+    assert.equal(notice.key, 'noticeBudgetTokens');
+    assert.deepEqual(notice.args, ['45', '40', 'agent.max_tokens_per_run']);
+    assert.equal(s.activeRunId, null);
+    seq = 0;
+    let c = applyEvent(emptyConversation({ id: C }), ev('run_started'));
+    c = applyEvent(c, ev('run_failed', { status: 'failed', error: 'cap', budget: { kind: 'tool_calls', setting: 'agent.max_tool_calls', used: 200, limit: 200 } }));
+    assert.deepEqual(c.items.find((it) => it.kind === 'notice').args, ['200', 'agent.max_tool_calls']);
   });
 });

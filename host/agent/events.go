@@ -68,6 +68,9 @@ type Event struct {
 	// length_limited.
 	StopReason string `json:"stop_reason,omitempty"`
 	Error      string `json:"error,omitempty"` // run_failed, loop_paused, length_limited
+	// Budget says which of the run's budgets ended it (run_failed), so that a UI
+	// can say so in its own language.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // bus is a run's pub/sub. Listeners are called in publishing order under one lock, so
@@ -141,3 +144,20 @@ func (u eventUI) Ask(ctx context.Context, req tools.AskRequest) (tools.AskAnswer
 	}
 	return u.ui.Ask(ctx, req)
 }
+
+// Budget is a run's budget that was used up: "tool_calls" (agent.max_tool_calls) or
+// "tokens" (agent.max_tokens_per_run), what the run used and the limit.
+type Budget struct {
+	Kind    string `json:"kind"`
+	Setting string `json:"setting"`
+	Used    int    `json:"used"`
+	Limit   int    `json:"limit"`
+}
+
+// budgetError ends a run whose budget is used up.
+type budgetError struct {
+	Budget
+	msg string
+}
+
+func (e *budgetError) Error() string { return e.msg }

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -419,4 +421,101 @@ func TestProviderErrorFailsTheRun(t *testing.T) {
 	if _, err := e.m.Send(context.Background(), SendRequest{Text: "x", ProviderID: "missing"}); err == nil || !strings.Contains(err.Error(), "no provider named missing") {
 		t.Fatalf("unknown provider: %v", err)
 	}
+}
+
+// The issue's runaway: a model asking again and again for a page action the page
+// reports unavailable. The refusals count toward the loop guard like results, so
+// the run stops (no one to ask here) after repeat_limit of them, not never.
+func TestUnavailableActionRepeatedStops(t *testing.T) {
+	again := call("add_task", `{"text":"agenda"}`)
+	steps := make([]step, 20)
+	for i := range steps {
+		steps[i] = again
+	}
+	p := &fakeProvider{steps: steps}
+	e := newEnv(t, p)
+	if err := e.reg.Register(tools.Tool{
+		Name: "add_task", Description: "add a todo", Kind: tools.KindWrite,
+		Parameters: json.RawMessage(`{"text": {"type": "string", "required": true}}`),
+		Available: func(ctx context.Context, c *tools.Call) (bool, string) {
+			return false, "the page reports add_task unavailable"
+		},
+		Run: func(ctx context.Context, c *tools.Call) (any, error) {
+			t.Error("an unavailable action ran")
+			return nil, nil
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, out := e.send("add agenda", "")
+	if out.Status != storage.RunFailed || !strings.Contains(out.Error, "loop guard") || !strings.Contains(out.Error, "ACTION_UNAVAILABLE") {
+		t.Fatalf("outcome %+v, want a run stopped by the loop guard naming the refusal", out)
+	}
+	// Five refusals (tools.loop.repeat_limit), then the sixth ask is the loop.
+	if n := e.auditCount(t, tools.CodeActionUnavailable); n != 5 {
+		t.Errorf("%d ACTION_UNAVAILABLE rows, want 5", n)
+	}
+	if n := len(p.requests()); n != 6 {
+		t.Errorf("the model was asked %d times, want 6", n)
+	}
+}
+
+// A run has a cap on tool calls by default: a model that never stops calling
+// tools with new arguments (no loop the guard could see) ends at 200 calls.
+func TestDefaultToolCallCap(t *testing.T) {
+	var n atomic.Int32
+	p := &fakeProvider{route: func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		i := n.Add(1)
+		return &model.Response{StopReason: "tool_use", Usage: model.Usage{InputTokens: 1, OutputTokens: 1},
+			ToolCalls: []model.ToolCall{{ID: fmt.Sprintf("c%d", i), Name: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, i))}}}, nil
+	}}
+	e := newEnv(t, p)
+	r, out := e.send("never stop", "")
+	if out.Status != storage.RunFailed || !strings.Contains(out.Error, "cap of 200 tool calls") || !strings.Contains(out.Error, SettingMaxToolCalls) {
+		t.Fatalf("outcome %+v, want the run stopped at its default cap of 200 calls", out)
+	}
+	run, _ := e.db.GetRun(context.Background(), r.ID)
+	if run.ToolCalls != 200 {
+		t.Errorf("run made %d calls, want 200", run.ToolCalls)
+	}
+	if b := failedBudget(e, r.ID); b == nil || *b != (Budget{Kind: "tool_calls", Setting: SettingMaxToolCalls, Used: 200, Limit: 200}) {
+		t.Errorf("run_failed budget %+v", b)
+	}
+}
+
+// A run stops once its tokens reach agent.max_tokens_per_run, before it asks the
+// model again, saying which setting and how much; the default is a cap, not none.
+func TestTokenBudget(t *testing.T) {
+	p := &fakeProvider{route: func(ctx context.Context, req model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		return &model.Response{StopReason: "tool_use", Usage: model.Usage{InputTokens: 10, OutputTokens: 5},
+			ToolCalls: []model.ToolCall{{ID: fmt.Sprintf("c%d", len(req.Messages)), Name: "echo", Arguments: json.RawMessage(fmt.Sprintf(`{"text":"%d"}`, len(req.Messages)))}}}, nil
+	}}
+	e := newEnv(t, p)
+	if got := e.m.opts.Settings.Snapshot(context.Background()).Int(SettingMaxTokensPerRun); got <= 0 {
+		t.Errorf("default %s = %d, want a cap", SettingMaxTokensPerRun, got)
+	}
+	e.set(SettingMaxTokensPerRun, "40")
+	r, out := e.send("spend", "")
+	if out.Status != storage.RunFailed || !strings.Contains(out.Error, "used 45 tokens, its budget of 40") || !strings.Contains(out.Error, SettingMaxTokensPerRun) {
+		t.Fatalf("outcome %+v, want the run stopped by its token budget", out)
+	}
+	if n := len(p.requests()); n != 3 {
+		t.Errorf("the model was asked %d times, want 3 (15 tokens each, stopped at 45 of 40)", n)
+	}
+	if out.Usage.InputTokens+out.Usage.OutputTokens != 45 {
+		t.Errorf("usage %+v", out.Usage)
+	}
+	// The end event says which budget, for a UI to say it in its language.
+	if b := failedBudget(e, r.ID); b == nil || *b != (Budget{Kind: "tokens", Setting: SettingMaxTokensPerRun, Used: 45, Limit: 40}) {
+		t.Errorf("run_failed budget %+v", b)
+	}
+}
+
+func failedBudget(e *env, runID string) *Budget {
+	for _, ev := range e.eventsOf(runID) {
+		if ev.Type == EventRunFailed {
+			return ev.Budget
+		}
+	}
+	return nil
 }

@@ -184,6 +184,10 @@ func (r *Run) execute() {
 			out.Status, out.Error = storage.RunCancelled, ce.reason
 		}
 	}
+	var budget *Budget
+	if be := (*budgetError)(nil); errors.As(err, &be) {
+		budget = &be.Budget
+	}
 	r.out = out
 	if r.stored {
 		u := out.Usage
@@ -202,7 +206,7 @@ func (r *Run) execute() {
 		r.publish(Event{Type: EventRunFinished, Text: text, Usage: &u, Status: out.Status, StopReason: out.StopReason})
 	} else {
 		// The usage of a failed run was billed all the same.
-		r.publish(Event{Type: EventRunFailed, Text: text, Error: out.Error, Status: out.Status, Usage: &u, StopReason: out.StopReason})
+		r.publish(Event{Type: EventRunFailed, Text: text, Error: out.Error, Status: out.Status, Usage: &u, StopReason: out.StopReason, Budget: budget})
 	}
 }
 
@@ -333,6 +337,9 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", context.Cause(ctx)
 		}
+		if err := r.tokenBudget(ctx); err != nil {
+			return carried.String(), err
+		}
 		offer := r.offer(ctx)
 		req := model.Request{System: r.system(ctx), Messages: r.history, Tools: offer.specs}
 		if err := r.maybeCompact(ctx, &req); err != nil {
@@ -375,12 +382,33 @@ func (r *Run) loop(ctx context.Context) (string, error) {
 			return "", context.Cause(ctx)
 		}
 		if capped {
-			return "", fmt.Errorf("the model kept calling tools after the run reached its cap of %d tool calls (setting %s)", r.scope.Budget.Limit(), SettingMaxToolCalls)
+			limit := r.scope.Budget.Limit()
+			return "", &budgetError{Budget{Kind: "tool_calls", Setting: SettingMaxToolCalls, Used: r.scope.Budget.Used(), Limit: limit}, fmt.Sprintf(
+				"the model kept calling tools after the run reached its cap of %d tool calls (setting %s); send a message to go on, or raise the cap with `ferry config set %s N` (0: no cap)", limit, SettingMaxToolCalls, SettingMaxToolCalls)}
 		}
 		if err := r.loopGuard(ctx, calls, results); err != nil {
 			return "", err
 		}
 	}
+}
+
+// tokenBudget stops a run that has used its tokens (agent.max_tokens_per_run)
+// before it asks the model again: every turn resends the whole context, so a run
+// that goes on unseen is where money burns.
+func (r *Run) tokenBudget(ctx context.Context) error {
+	limit := r.m.opts.Settings.Snapshot(ctx).Int(SettingMaxTokensPerRun)
+	if limit <= 0 {
+		return nil
+	}
+	r.mu.Lock()
+	used := r.usage.InputTokens + r.usage.OutputTokens
+	r.mu.Unlock()
+	if used < limit {
+		return nil
+	}
+	return &budgetError{Budget{Kind: "tokens", Setting: SettingMaxTokensPerRun, Used: used, Limit: limit}, fmt.Sprintf(
+		"the run used %d tokens, its budget of %d (setting %s), and stopped before asking the model again; "+
+			"send a message to go on, or raise the budget with `ferry config set %s N` (0: no cap)", used, limit, SettingMaxTokensPerRun, SettingMaxTokensPerRun)}
 }
 
 // continuePrompt asks a model whose answer was cut at its length limit to go on.

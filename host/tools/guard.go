@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -161,12 +162,7 @@ func (g *guard) admit(ctx context.Context, call *Call, canonical []byte, write b
 	if call.Depth > MaxDepth {
 		return nil, Failf(CodeLoopDetected, "call chain is %d deep (trace %s); the most allowed is %d: a tool's effect keeps triggering more calls", call.Depth, call.TraceID, MaxDepth)
 	}
-	var h maphash.Hash
-	h.SetSeed(g.seed)
-	h.WriteString(call.Tool)
-	h.WriteByte(0)
-	h.Write(canonical)
-	fp := h.Sum64()
+	fp := g.fingerprint(call.Tool, canonical)
 	key, what := countKey(ctx, call)
 
 	g.mu.Lock()
@@ -180,12 +176,7 @@ func (g *guard) admit(ctx context.Context, call *Call, canonical []byte, write b
 			return nil, Failf(CodeLoopDetected, "%s is already running in this call chain (trace %s, depth %d) and was called again at depth %d: a cycle", call.Tool, call.TraceID, d, call.Depth)
 		}
 	}
-	sc := g.scopes[key]
-	if sc == nil {
-		sc = &scope{calls: map[uint64]*repeat{}, pairs: map[uint64]time.Time{}}
-		g.scopes[key] = sc
-	}
-	sc.last = now
+	sc := g.scope(key, now)
 	if rp := sc.calls[fp]; p.RepeatLimit > 0 && rp != nil && rp.epoch == sc.epoch && rp.writes == sc.writes && rp.count >= p.RepeatLimit && now.Sub(rp.at) < p.RepeatWindow {
 		return nil, Failf(CodeLoopDetected,
 			"%s gave the same result %d times in a row in %s with nothing new in between: a loop; change the arguments or the approach instead of repeating "+
@@ -211,17 +202,7 @@ func (g *guard) admit(ctx context.Context, call *Call, canonical []byte, write b
 // done ends the call's run in its trace and counts its result.
 func (a *admitted) done(res Result, now time.Time) {
 	g := a.g
-	var h maphash.Hash
-	h.SetSeed(g.seed)
-	h.WriteString(string(res.Code))
-	h.WriteByte(0)
-	h.WriteString(res.Reason)
-	h.WriteByte(0)
-	// A result that cannot be encoded hashes as what was written so far: the same
-	// failure to encode, the same result.
-	json.NewEncoder(&h).Encode([3]any{res.Result, res.Expect, res.Changed})
-	result := h.Sum64()
-	pair := maphash.Comparable(g.seed, [2]uint64{a.call, result})
+	result := g.resultHash(res)
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -232,18 +213,49 @@ func (a *admitted) done(res Result, now time.Time) {
 	if sc == nil {
 		return // swept while the call ran
 	}
+	sc.count(g.seed, a.call, result, a.write && res.Success, now)
+}
+
+// resultHash is what a result counts as: its code, reason and payload.
+func (g *guard) resultHash(res Result) uint64 {
+	var h maphash.Hash
+	h.SetSeed(g.seed)
+	h.WriteString(string(res.Code))
+	h.WriteByte(0)
+	h.WriteString(res.Reason)
+	h.WriteByte(0)
+	// A result that cannot be encoded hashes as what was written so far: the same
+	// failure to encode, the same result.
+	json.NewEncoder(&h).Encode([3]any{res.Result, res.Expect, res.Changed})
+	return h.Sum64()
+}
+
+// fingerprint is what a call counts as: its tool and its arguments.
+func (g *guard) fingerprint(tool string, canonical []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(g.seed)
+	h.WriteString(tool)
+	h.WriteByte(0)
+	h.Write(canonical)
+	return h.Sum64()
+}
+
+// count records that the call fp gave result in the scope; wrote says it was a
+// write that ran. The caller holds g.mu.
+func (sc *scope) count(seed maphash.Seed, fp, result uint64, wrote bool, now time.Time) {
+	pair := maphash.Comparable(seed, [2]uint64{fp, result})
 	if _, seen := sc.pairs[pair]; !seen {
 		sc.epoch++ // something new: every count starts again
 	}
-	if a.write && res.Success {
+	if wrote {
 		sc.writes++
 	}
 	sc.pairs[pair] = now
-	rp := sc.calls[a.call]
+	rp := sc.calls[fp]
 	switch {
 	case rp == nil:
 		rp = &repeat{}
-		sc.calls[a.call] = rp
+		sc.calls[fp] = rp
 		fallthrough
 	case rp.result != result || rp.epoch != sc.epoch:
 		*rp = repeat{result: result, count: 1, epoch: sc.epoch, writes: sc.writes, at: now}
@@ -257,6 +269,43 @@ func (a *admitted) done(res Result, now time.Time) {
 	if len(sc.pairs) > scopeMemory {
 		forgetOldest(sc.pairs, func(t time.Time) time.Time { return t })
 	}
+}
+
+// refused counts a call the pipeline refused before the guard's step (no such
+// tool, outside the caller's scope, invalid arguments, unavailable, not
+// permitted), as done counts a call that ran: a model asking again and again for
+// what the page keeps refusing is as much a loop as one re-reading an unchanged
+// page, and without this it would never be stopped. Once the same refusal came
+// back repeat_limit times in a row, the call is LOOP_DETECTED instead, which
+// pauses the run like any loop.
+func (g *guard) refused(ctx context.Context, call *Call, canonical []byte, res Result, p *Policy, now time.Time) Result {
+	fp := g.fingerprint(call.Tool, canonical)
+	result := g.resultHash(res)
+	key, what := countKey(ctx, call)
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.sweep(now, p)
+	sc := g.scope(key, now)
+	if rp := sc.calls[fp]; p.RepeatLimit > 0 && rp != nil && rp.result == result && rp.epoch == sc.epoch && rp.writes == sc.writes && rp.count >= p.RepeatLimit && now.Sub(rp.at) < p.RepeatWindow {
+		return Result{Code: CodeLoopDetected, Reason: fmt.Sprintf(
+			"%s was refused %d times in a row in %s with the same reason (%s: %s): a loop; do not ask for it again, change the arguments or the approach "+
+				"(the limit is the setting %s, `ferry config set %s N` raises it, 0 turns it off)",
+			call.Tool, rp.count, what, res.Code, res.Reason, SettingRepeatLimit, SettingRepeatLimit)}
+	}
+	sc.count(g.seed, fp, result, false, now)
+	return res
+}
+
+// scope returns the scope named key, made when new. The caller holds g.mu.
+func (g *guard) scope(key string, now time.Time) *scope {
+	sc := g.scopes[key]
+	if sc == nil {
+		sc = &scope{calls: map[uint64]*repeat{}, pairs: map[uint64]time.Time{}}
+		g.scopes[key] = sc
+	}
+	sc.last = now
+	return sc
 }
 
 // forgetOldest drops the oldest quarter of m.

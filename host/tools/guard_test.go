@@ -2,9 +2,11 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -179,5 +181,134 @@ func TestForgetRepeats(t *testing.T) {
 	e.reg.ForgetRepeats("r1")
 	if res := call(); !res.Success {
 		t.Fatalf("after the person let the run go on: %+v", res)
+	}
+}
+
+// Every refusal counts toward the loop guard, not only results of calls that ran: a
+// model asking again and again for what the pipeline keeps refusing (an unknown
+// tool, one outside its scope, bad arguments, a page action the page says is
+// unavailable, a disabled tool) is stopped like any loop, and a refusal whose
+// reason changes is news, never a loop.
+func TestGuardCountsRefusals(t *testing.T) {
+	e := newEnv(t)
+	must(t, e.reg.Register(echo("e")))
+	unavailable := echo("add_task")
+	unavailable.Available = func(ctx context.Context, c *Call) (bool, string) {
+		return false, "the page reports add_task unavailable: sign in first"
+	}
+	must(t, e.reg.Register(unavailable))
+	e.set(SettingRepeatLimit, "3")
+	e.set(SettingDisabled, "disabled_one")
+	disabled := echo("disabled_one")
+	must(t, e.reg.Register(disabled))
+
+	for _, c := range []struct {
+		name  string
+		call  Call
+		first Code
+	}{
+		{"lookup", Call{Tool: "no_such_tool", Arguments: []byte(`{"text":"hi"}`)}, CodeNotFound},
+		{"scope", Call{Tool: "e", Arguments: []byte(`{"text":"hi"}`), Scope: &Scope{PageTab: 7}}, CodeNotFound},
+		{"validation", Call{Tool: "e", Arguments: []byte(`{"n":"x"}`)}, CodeInvalidParams},
+		{"availability", Call{Tool: "add_task", Arguments: []byte(`{"text":"agenda"}`)}, CodeActionUnavailable},
+		{"permission", Call{Tool: "disabled_one", Arguments: []byte(`{"text":"hi"}`)}, CodePermissionDenied},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			run := "run-" + c.name
+			call := func() Result {
+				cc := c.call
+				cc.RunID, cc.Caller = run, "model"
+				return e.reg.Call(context.Background(), &cc)
+			}
+			for i := 1; i <= 3; i++ {
+				if res := call(); res.Code != c.first {
+					t.Fatalf("refusal %d: %s %s, want %s", i, res.Code, res.Reason, c.first)
+				}
+			}
+			res := call()
+			if res.Code != CodeLoopDetected || !strings.Contains(res.Reason, "refused 3 times in a row") || !strings.Contains(res.Reason, string(c.first)) {
+				t.Fatalf("fourth same refusal: %s %s, want LOOP_DETECTED naming %s", res.Code, res.Reason, c.first)
+			}
+			// The person lets the run go on: counting starts again.
+			e.reg.ForgetRepeats(run)
+			if res := call(); res.Code != c.first {
+				t.Fatalf("after ForgetRepeats: %s %s, want %s", res.Code, res.Reason, c.first)
+			}
+		})
+	}
+
+	// The same call refused for a new reason each time brings news every time.
+	n := 0
+	changing := echo("changing")
+	changing.Available = func(ctx context.Context, c *Call) (bool, string) {
+		n++
+		return false, fmt.Sprintf("still loading (%d%%)", n*10)
+	}
+	must(t, e.reg.Register(changing))
+	for i := 0; i < 8; i++ {
+		res := e.reg.Call(context.Background(), &Call{Tool: "changing", Arguments: []byte(`{"text":"x"}`), RunID: "run-changing", Caller: "model"})
+		if res.Code != CodeActionUnavailable {
+			t.Fatalf("refusal %d with a new reason: %s %s", i, res.Code, res.Reason)
+		}
+	}
+}
+
+// A call that showed a card carries it in its result: what was asked and how it
+// ended, so the conversation keeps both; one that showed none carries nothing. A
+// card waits five minutes by default.
+func TestConfirmationIsRecorded(t *testing.T) {
+	if d := ParsePolicy(nil).ConfirmTimeout; d < 5*time.Minute {
+		t.Errorf("default %s is %s, want at least 5 minutes", SettingConfirmTimeout, d)
+	}
+	for _, c := range []struct {
+		ui     string
+		code   Code
+		answer string
+	}{
+		{"yes", "", AnswerApproved},
+		{"no", CodeUserRejected, AnswerDenied},
+		{"error", CodeUserRejected, AnswerFailed},
+		{"hang", CodeConfirmTimeout, AnswerTimeout},
+	} {
+		t.Run(c.ui, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t)
+				tool := echo("confirmed")
+				tool.Confirm, tool.ConfirmMessage = true, "Add a todo on the demo page?"
+				must(t, e.reg.Register(tool))
+				must(t, e.reg.Register(echo("plain")))
+				e.ui.answer = c.ui
+				res := e.reg.Call(context.Background(), &Call{Tool: "confirmed", Arguments: []byte(`{"text":"hi"}`), Origin: "http://127.0.0.1:8080"})
+				if res.Code != c.code {
+					t.Fatalf("%s %s, want %q", res.Code, res.Reason, c.code)
+				}
+				got := res.Confirmation
+				if got == nil || got.Answer != c.answer || got.Message != "Add a todo on the demo page?" || got.Origin != "http://127.0.0.1:8080" || got.TimeoutMS != 300_000 {
+					t.Fatalf("confirmation %+v, want %s of the card asked", got, c.answer)
+				}
+				if c.answer == AnswerTimeout && got.WaitedMS != 300_000 {
+					t.Errorf("a timed-out card waited %d ms, want the 300000 of the default", got.WaitedMS)
+				}
+				b, _ := json.Marshal(res)
+				if !strings.Contains(string(b), `"confirmation":{"message":"Add a todo on the demo page?"`) {
+					t.Errorf("the result as sent lacks the card: %s", b)
+				}
+				// A secret of the arguments the message repeats is not kept.
+				secret := echo("secretive")
+				secret.Assess = func(ctx context.Context, c *Call) (Assessment, error) {
+					var v struct{ Password string }
+					c.Decode(&v)
+					return Assessment{Confirm: true, Message: "Type " + v.Password + " into the login form?"}, nil
+				}
+				must(t, e.reg.Register(secret))
+				res = e.reg.Call(context.Background(), &Call{Tool: "secretive", Arguments: []byte(`{"text":"hi","password":"hunter2-very-secret"}`)})
+				if res.Confirmation == nil || strings.Contains(res.Confirmation.Message, "hunter2") || !strings.Contains(res.Confirmation.Message, Redacted) {
+					t.Errorf("a card repeating a secret is kept as %+v", res.Confirmation)
+				}
+				if res := e.reg.Call(context.Background(), &Call{Tool: "plain", Arguments: []byte(`{"text":"hi"}`)}); res.Confirmation != nil {
+					t.Errorf("a call with no card carries %+v", res.Confirmation)
+				}
+			})
+		})
 	}
 }

@@ -67,6 +67,15 @@ func (r *Registry) Call(ctx context.Context, call *Call) Result {
 	}
 	st := &callState{call: call, start: start}
 	res := r.pipeline(ctx, st)
+	res.Confirmation = st.confirmation
+	if !st.admitted && !res.Success && res.Code != CodeLoopDetected {
+		// Refused before the loop guard's step: counted all the same (guard.refused).
+		p := st.policy
+		if p == nil {
+			p = r.policy.get(ctx)
+		}
+		res = r.guard.refused(ctx, call, refusedArguments(st), res, p, r.now())
+	}
 	r.observe(ctx, st, &res)
 	r.record(st, res)
 	if st.e != nil && st.e.tool.Finished != nil {
@@ -83,7 +92,11 @@ type callState struct {
 	args      any    // decoded arguments, once they parsed
 	canonical []byte // their canonical JSON, once they validated
 	dangerous bool
-	ran       bool // Run was started
+	ran       bool    // Run was started
+	admitted  bool    // the loop guard let the call through (step 5)
+	policy    *Policy // the policy the steps read, once looked up
+	// confirmation is the card a person was asked, once answered (or not).
+	confirmation *Confirmation
 	// effect is what the tool said the call would do, for its gate.
 	effect Effect
 	// lasting and grant: the lasting answer the card offers, and what it does
@@ -133,6 +146,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	st.dangerous = e.tool.Dangerous
 	call.Tool = e.name
 	p := r.policy.get(ctx)
+	st.policy = p
 	// 1b. the caller's scope: a tool outside it is refused before its arguments
 	// are even looked at (a page learns nothing of the host's tools, an outside
 	// agent nothing of a tool it may not use).
@@ -176,6 +190,7 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	if f != nil {
 		return Result{Code: f.Code, Reason: f.Reason}
 	}
+	st.admitted = true
 	defer func() { adm.done(res, r.now()) }()
 
 	// 6. confirmation: the tool's and the person's policy, the tool's own
@@ -244,6 +259,21 @@ func (r *Registry) pipeline(ctx context.Context, st *callState) (res Result) {
 	call.Taint = taintOf(call)
 	st.ran = true
 	return r.run(ctx, e, call, timeout)
+}
+
+// refusedArguments are the arguments a refused call is counted under: their
+// canonical form when they got that far, else as sent, so that the same request
+// refused again counts as the same call.
+func refusedArguments(st *callState) []byte {
+	if st.canonical != nil {
+		return st.canonical
+	}
+	if args, err := decodeArguments(st.call.Arguments); err == nil {
+		if b, err := marshalNoEscape(args); err == nil {
+			return b
+		}
+	}
+	return bytes.TrimSpace(st.call.Arguments)
 }
 
 // decodeArguments parses the arguments, keeping numbers exact.
@@ -368,6 +398,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.ConfirmTimeout)
 	defer cancel()
+	asked := r.now()
 	ans, err := ConfirmWhole(cctx, ui, ConfirmRequest{
 		CallID: call.ID, Tool: e.name, Arguments: cardArguments(st), Origin: origin,
 		Message: msg, Dangerous: st.dangerous, TimeoutMS: p.ConfirmTimeout.Milliseconds(),
@@ -375,8 +406,11 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		Requester: call.Scope.requester(call), Page: call.Document, Flow: flow, Lasting: st.lasting,
 	})
 	ok := ans.Approved
+	rec := &Confirmation{Message: recordedMessage(st, msg), Origin: origin, TimeoutMS: p.ConfirmTimeout.Milliseconds(), WaitedMS: r.now().Sub(asked).Milliseconds()}
+	st.confirmation = rec
 	switch {
 	case err == nil && ok:
+		rec.Answer = AnswerApproved
 		if ans.Lasting && st.grant != nil {
 			// The call is approved either way; a grant that could not be stored
 			// only means the next one asks again.
@@ -386,6 +420,7 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		}
 		return Result{}, true
 	case err == nil:
+		rec.Answer = AnswerDenied
 		if ans.Lasting && st.refuse != nil {
 			if rerr := st.refuse(ctx); rerr != nil {
 				r.log.Error().Err(rerr).Str("tool", e.name).Msg("storing a lasting refusal")
@@ -393,8 +428,10 @@ func (r *Registry) confirm(ctx context.Context, st *callState, p *Policy, msg st
 		}
 		return fail(CodeUserRejected, "the person declined to run %s", e.name), false
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		rec.Answer = AnswerTimeout
 		return fail(CodeConfirmTimeout, "no answer to the confirmation of %s within %s; treated as a denial (setting %s)", e.name, p.ConfirmTimeout, SettingConfirmTimeout), false
 	default:
+		rec.Answer = AnswerFailed
 		return fail(CodeUserRejected, "the confirmation of %s could not be asked: %v; treated as a denial", e.name, err), false
 	}
 }

@@ -276,6 +276,21 @@ func scrub(text string, secrets []string) string {
 
 // cardArguments is what a confirmation card shows: every argument as sent, but
 // secrets redacted and the whole bounded.
+// recordedMessage is a card's message as the conversation keeps it (Confirmation):
+// any secret of the arguments that the message repeats is redacted, as the
+// arguments themselves are wherever they are kept.
+func recordedMessage(st *callState, msg string) string {
+	s := &shaper{}
+	if st.args != nil {
+		var schema any
+		if st.e != nil {
+			schema = st.e.schema.doc
+		}
+		s.walk(st.args, schema, true)
+	}
+	return scrub(msg, s.found)
+}
+
 func cardArguments(st *callState) json.RawMessage {
 	s := &shaper{}
 	var schema any

@@ -47,7 +47,7 @@ func init() {
 			Description: "comma-separated tool names that always ask a person before running"},
 		{Key: SettingConfirmWrites, Default: "false", Validate: boolSetting,
 			Description: "ask a person before every tool of kind write"},
-		{Key: SettingConfirmTimeout, Default: "30", Validate: config.IntRange(1, 600),
+		{Key: SettingConfirmTimeout, Default: "300", Validate: config.IntRange(1, 3600),
 			Description: "seconds a confirmation waits for an answer; then CONFIRM_TIMEOUT (a denial)"},
 		{Key: SettingRunTimeout, Default: "30", Validate: config.IntRange(1, 3600),
 			Description: "seconds a tool may run unless it sets its own bound; then TIMEOUT"},

@@ -319,4 +319,26 @@ type Result struct {
 	// "other tabs", …), as the run's data-flow gate labelled it: the agent tells the
 	// model so. Never sent on the wire.
 	Sources []string `json:"-"`
+	// Confirmation is the card a person was shown before the call could run, and
+	// how it was answered, so that the conversation keeps what was asked and the
+	// outcome (a reload, a later view, the model on resume).
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
 }
+
+// Confirmation is one card asked of a person: what it said and its outcome.
+type Confirmation struct {
+	Message   string `json:"message,omitempty"`
+	Origin    string `json:"origin,omitempty"`
+	Answer    string `json:"answer"` // one of the Answer* values
+	TimeoutMS int64  `json:"timeout_ms"`
+	WaitedMS  int64  `json:"waited_ms"`
+}
+
+// Values of Confirmation.Answer.
+const (
+	AnswerApproved = "approved"
+	AnswerDenied   = "denied"
+	AnswerTimeout  = "timeout"
+	// AnswerFailed: the card could not be asked (the panel went away).
+	AnswerFailed = "failed"
+)

@@ -147,7 +147,7 @@ func TestOptionsSettingsAndWriteOnlyKeys(t *testing.T) {
 	}
 	s.waitIn(tab, "host connected", `document.querySelector('#host-status')?.dataset.state === 'connected'`)
 	s.waitIn(tab, "settings shown", `!document.querySelector('[data-field="tools.confirm_timeout_seconds"]').hidden &&
-		document.querySelector('#s-confirm-timeout').value === '30'`)
+		document.querySelector('#s-confirm-timeout').value === '300'`)
 
 	// Every control of the page is labelled (the node test checks the HTML; this the live DOM).
 	unlabelled, err := browsertest.Eval[[]string](tab, `[...document.querySelectorAll('input, select, textarea')]
@@ -168,8 +168,8 @@ func TestOptionsSettingsAndWriteOnlyKeys(t *testing.T) {
 	if strings.Contains(refusal, "invalid params") || !invalid {
 		t.Errorf("refusal %q (aria-invalid %v): want the host's reason without the protocol prefix", refusal, invalid)
 	}
-	if got := s.config("tools.confirm_timeout_seconds"); got != "30" {
-		t.Errorf("tools.confirm_timeout_seconds = %q after a refused save, want 30", got)
+	if got := s.config("tools.confirm_timeout_seconds"); got != "300" {
+		t.Errorf("tools.confirm_timeout_seconds = %q after a refused save, want the default 300", got)
 	}
 	if got := s.config("tools.confirm"); got != "create_task,close_tab" {
 		t.Errorf("tools.confirm = %q, want the list joined with commas", got)

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,5 +178,54 @@ func TestQuickStartDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(profile); !os.IsNotExist(err) {
 		t.Errorf("the temporary profile %s is still there after Ctrl-C (%v)", profile, err)
+	}
+}
+
+// The same command on a machine without a display, as a person who skipped
+// --headless runs it: Chromium dies at once, and the demo says so with Chromium's
+// own reason and the flag to use, prints none of the steps that assume a browser,
+// and exits non-zero.
+func TestQuickStartDemoWithoutDisplay(t *testing.T) {
+	browsertest.RequireChromium(t)
+	home := browsertest.TempDir(t, "ferry-quickstart-home-")
+	// A React install already in place, so the demo does not run npm.
+	react := filepath.Join(home, "react")
+	if err := os.MkdirAll(filepath.Join(react, "node_modules", "react", "umd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ferryBin, "demo", "--root", browsertest.RepoRoot(), "--chromium", browsertest.PinnedChromium(t))
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DISPLAY=") && !strings.HasPrefix(kv, "WAYLAND_DISPLAY=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "FERRY_HOME="+home, "FERRY_DEMO_REACT="+react)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("ferry demo without a display was still running after 60 s:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Errorf("ferry demo without a display: %v, want a non-zero exit", err)
+	}
+	out, msg := stdout.String(), stderr.String()
+	for _, want := range []string{
+		"Chromium exited after",
+		"Missing X server or $DISPLAY", // Chromium's own words, from its stderr
+		"demo --headless",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, never := range []string{"Next:", "Click Ferry's button", "Stopped."} {
+		if strings.Contains(out, never) {
+			t.Errorf("stdout says %q though Chromium never came up:\n%s", never, out)
+		}
 	}
 }

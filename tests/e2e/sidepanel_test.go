@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -231,4 +232,104 @@ func TestSidePanelAskUserAndMarkupInResults(t *testing.T) {
 		}
 	}
 	screenshot(t, tab, "sidepanel-diagnostics-en.png")
+}
+
+// A card nobody answered in time, as a person meets it, in two languages: while it
+// waits it sits above the composer, outside the scrolling transcript; once it timed
+// out the transcript keeps what was asked and how it ended, after a reload too;
+// Ask again has the model make the same call, a new card comes up, a click
+// approves it and the call runs. The panel shows the tokens of the run and of the
+// conversation.
+func TestSidePanelConfirmationRecordedAndAskedAgain(t *testing.T) {
+	for _, l := range []struct{ locale, env, asked, timedOut, approved, again, tokens, budget string }{
+		{"en", "en_US", "You were asked: ", "Nobody answered within 2 s", "You approved it.", "Please try create_task again", "Tokens: ", "The run stopped: it used "},
+		{"es", "es_ES", "Se te preguntó: ", "Nadie respondió en 2 s", "Lo aprobaste.", "Vuelve a intentar create_task", "Tokens: ", "La ejecución se detuvo: usó "},
+	} {
+		t.Run(l.locale, func(t *testing.T) {
+			s := start(t, 120*time.Second, "LANGUAGE="+l.env, "LANG="+l.env+".UTF-8")
+			fake := modeltest.New(t, modeltest.OpenAI)
+			fake.SetResponder(func(req modeltest.Request) modeltest.Turn {
+				switch req.N {
+				case 1:
+					return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_1", Name: "create_task", Arguments: `{"subject":"Reply to the client"}`}}}
+				case 2:
+					return modeltest.Text("Nothing was done.")
+				case 3:
+					return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: "call_2", Name: "create_task", Arguments: `{"subject":"Reply to the client"}`}}}
+				case 4:
+					return modeltest.Text("Added the task.")
+				}
+				// A model that never stops calling tools, for the token budget.
+				return modeltest.Turn{ToolCalls: []modeltest.Call{{ID: fmt.Sprintf("call_%d", req.N), Name: "list_tasks", Arguments: `{}`}}}
+			})
+			for _, args := range [][]string{
+				{"provider", "add", "fake", "--kind", modeltest.OpenAI, "--base-url", fake.URL, "--model", "fake-model", "--default"},
+				{"config", "set", "tools.confirm", "create_task"},
+				{"config", "set", "tools.confirm_timeout_seconds", "2"},
+			} {
+				if out, err := ferryIn(t, s.home, "", args...); err != nil {
+					t.Fatalf("ferry %v: %v\n%s", args, err, out)
+				}
+			}
+			tab := openPanel(t, s)
+			if lang, _ := browsertest.Eval[string](tab, `document.documentElement.lang`); lang != strings.ReplaceAll(l.locale, "_", "-") {
+				t.Skipf("the panel speaks %q, not %s: Chromium lacks the language", lang, l.locale)
+			}
+			s.typeInto(tab, "#input", "Remind me to reply to the client")
+			s.click(tab, "#send")
+			s.waitIn(tab, "confirmation card", `document.querySelector('.prompt.confirm') !== null`)
+			// Pinned: outside the transcript, in view, above the composer.
+			s.waitIn(tab, "card pinned above the composer", `(() => {
+				const c = document.querySelector('.prompt.confirm'), r = c.getBoundingClientRect();
+				const composer = document.querySelector('#composer').getBoundingClientRect();
+				return !document.querySelector('#chat').contains(c) && r.top >= 0 && r.bottom <= composer.top + 1 && r.height > 0;
+			})()`)
+			record := `[...document.querySelectorAll('.tool-card .confirmation-record')]`
+			s.waitIn(tab, "timed-out record in the transcript", record+`.some(r => r.textContent.includes(`+jsString(l.timedOut)+`) && r.textContent.includes(`+jsString(l.asked)+`))`)
+			s.waitIn(tab, "run over", `document.querySelector('#stop').hidden && [...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('Nothing was done'))`)
+			s.waitIn(tab, "tokens shown", `!document.querySelector('#usage').hidden && document.querySelector('#usage').textContent.startsWith(`+jsString(l.tokens)+`) && /[1-9]/.test(document.querySelector('#usage').textContent)`)
+
+			// A reload, then the conversation from the list: the record is still there.
+			if err := chromedp.Do(tab, chromedp.Reload()); err != nil {
+				t.Fatal(err)
+			}
+			s.waitIn(tab, "host connected again", `document.querySelector('#host-status')?.dataset.state === 'connected'`)
+			s.click(tab, "#toggle-conversations")
+			s.waitIn(tab, "conversation listed", `document.querySelector('#conversation-list .conv-open') !== null`)
+			s.click(tab, "#conversation-list .conv-open")
+			s.waitIn(tab, "record after the reload", record+`.some(r => r.textContent.includes(`+jsString(l.timedOut)+`))`)
+			s.waitIn(tab, "tokens after the reload", `!document.querySelector('#usage').hidden && /[1-9]/.test(document.querySelector('#usage').textContent)`)
+
+			// Ask again: the model is asked to make the call again, and this time the person says yes.
+			s.waitIn(tab, "Ask again enabled", `document.querySelector('.ask-again') !== null && !document.querySelector('.ask-again').disabled`)
+			s.click(tab, ".ask-again")
+			s.waitIn(tab, "the retry message", `[...document.querySelectorAll('.msg.user')].some(e => e.textContent.includes(`+jsString(l.again)+`))`)
+			s.waitIn(tab, "a new card", `document.querySelector('.prompt.confirm button.allow') !== null`)
+			s.click(tab, ".prompt.confirm button.allow")
+			s.waitIn(tab, "approved record", record+`.some(r => r.textContent.includes(`+jsString(l.approved)+`))`)
+			s.waitIn(tab, "task made", `document.querySelector('#task-list').textContent.includes('Reply to the client')`)
+			s.waitIn(tab, "answer", `[...document.querySelectorAll('.msg.assistant')].some(e => e.textContent.includes('Added the task'))`)
+			reqs := fake.Requests()
+			if len(reqs) < 3 {
+				t.Fatalf("the model was asked %d times, want 4", len(reqs))
+			}
+			last := reqs[2].Messages[len(reqs[2].Messages)-1]
+			if !strings.Contains(last.Text, l.again) {
+				t.Errorf("the model's third request ends with %+v, want the retry message", last)
+			}
+
+			// A run that reaches its token budget stops, and the panel says so in the
+			// person's language, with the setting that raises it.
+			// Through the running host, as the options page sets it.
+			var set any
+			s.must("settings.set", map[string]any{"key": "agent.max_tokens_per_run", "value": "1"}, &set)
+			s.waitIn(tab, "run over before the budget run", `document.querySelector('#stop').hidden && !document.querySelector('#send').disabled`)
+			s.typeInto(tab, "#input", "Keep going")
+			s.click(tab, "#send")
+			s.waitIn(tab, "budget notice", `[...document.querySelectorAll('.notice.warn')].some(n => n.textContent.startsWith(`+jsString(l.budget)+`) && n.textContent.includes('agent.max_tokens_per_run'))`)
+			if n := len(fake.Requests()); n != 5 {
+				t.Errorf("the model was asked %d times, want 5: the budget run stops after its first answer", n)
+			}
+		})
+	}
 }
