@@ -266,7 +266,9 @@ func scenario(t *testing.T, s *session, fake *modeltest.Server, origin string, p
 	}
 
 	// 4. Toggling one row changes only that record.
-	reqs = agentRunOn(t, s, fake, tab, "mark the first task done",
+	// The person names the task: what the page showed goes back to it only as their
+	// words (README: the origin-set rule).
+	reqs = agentRunOn(t, s, fake, tab, "mark task t1 done",
 		modeltest.Turn{ToolCalls: []modeltest.Call{call("call_toggle", p.toggle, p.toggleArg)}})
 	r = resultOf(t, reqs, "call_toggle")
 	if !r.Success || r.Changed == nil || strings.Join(r.Changed.Records.Updated, ",") != "t1" ||

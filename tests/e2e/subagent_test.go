@@ -157,8 +157,9 @@ func TestSubAgentTypesInTheBrowser(t *testing.T) {
 		ConversationID string `json:"conversation_id"`
 	}
 	// Bound to the form the person wants the order on, as the side panel would be: the
-	// origin-set rule lets a run change the designated page without asking.
-	s.must("chat.send", map[string]any{"text": "Check the first form, then order on the second.", "tab_id": operated}, &started)
+	// origin-set rule lets a run change the designated page without asking, and hand
+	// it the person's own words (the name and size they gave).
+	s.must("chat.send", map[string]any{"text": "Check the first form, then order a Large one for Ada on the second.", "tab_id": operated}, &started)
 	if run := s.waitRun(t, started.RunID, 45*time.Second); run.Status != "completed" {
 		t.Fatalf("run ended %+v after %d model requests", run, len(fake.Requests()))
 	}
