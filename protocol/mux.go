@@ -72,7 +72,9 @@ type Peer interface {
 type peerKey struct{}
 
 // WithPeer is ctx for the methods a peer calls.
-func WithPeer(ctx context.Context, p Peer) context.Context { return context.WithValue(ctx, peerKey{}, p) }
+func WithPeer(ctx context.Context, p Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
 
 // PeerFrom is the peer whose call ctx belongs to, or nil (the extension's own).
 func PeerFrom(ctx context.Context) Peer { p, _ := ctx.Value(peerKey{}).(Peer); return p }
