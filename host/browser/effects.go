@@ -162,7 +162,9 @@ func (d Deps) formSends(base func(ctx context.Context, call *tools.Call, a tabAr
 		}
 		if f.Form && submits(a, f.Submitter) {
 			carries := e.Sends[0].Carries
-			if f.Submitter && originOf(f.Action) != originOf(e.TabURL) {
+			// Submitting now (a submit control, or Enter through the form's default
+			// button) sends what the page put in the form too.
+			if (f.Submitter || a.Submit) && originOf(f.Action) != originOf(e.TabURL) {
 				// A form sent to another origin carries what the page put in it too.
 				carries = append(append([]string(nil), carries...), formFields)
 			}
